@@ -1,0 +1,7 @@
+// Migrations are listed here, not discovered on disk, so they work the same under tsx, jest and a bundle.
+import type { Migration } from 'kysely';
+import * as m001 from './001_initial.js';
+
+export const migrations: Record<string, Migration> = {
+  '001_initial': m001,
+};

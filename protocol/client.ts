@@ -1,0 +1,99 @@
+// A typed HTTP client for the wire API, shared by the worker and the CLI. Node's fetch keeps
+// connections alive, so a worker's steady polling reuses one socket.
+import type { EnqueueJob, LogChunk, RegisterWorker, Release } from './schemas.js';
+import type { ApiError, ClaimedJob, JobView, RegisterResponse, WorkerHeartbeatResponse, WorkerView } from './types.js';
+
+export class ApiRequestError extends Error {
+  constructor(readonly status: number, readonly body: ApiError | string) {
+    super(typeof body === 'string' ? `HTTP ${status}: ${body}` : `HTTP ${status} ${body.error}: ${body.message}`);
+  }
+  get code(): string | undefined {
+    return typeof this.body === 'string' ? undefined : this.body.error;
+  }
+}
+
+/** The server could not be reached at all (as opposed to answering with an error). */
+export class UnreachableError extends Error {}
+
+export interface ClientOptions {
+  baseUrl: string;
+  token?: string;
+  /** Per-request timeout; long-polls add their wait to it. */
+  timeoutMs?: number;
+}
+
+export class SkipjackClient {
+  readonly baseUrl: string;
+  constructor(private opts: ClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal): Promise<T> {
+    const res = await this.raw(method, path, body, extraTimeoutMs, signal);
+    const text = await res.text();
+    const parsed = text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+    if (!res.ok) throw new ApiRequestError(res.status, parsed);
+    return parsed as T;
+  }
+
+  async raw(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal): Promise<Response> {
+    const timeout = AbortSignal.timeout((this.opts.timeoutMs ?? 15_000) + extraTimeoutMs);
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    try {
+      return await fetch(this.baseUrl + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+      });
+    } catch (err) {
+      throw new UnreachableError(`cannot reach ${this.baseUrl}: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+  }
+
+  enqueue(job: EnqueueJob): Promise<JobView> {
+    return this.request('POST', '/jobs', job);
+  }
+  enqueueBatch(jobs: EnqueueJob[]): Promise<{ jobs: JobView[] }> {
+    return this.request('POST', '/jobs', { jobs });
+  }
+  getJob(id: number): Promise<JobView> {
+    return this.request('GET', `/jobs/${id}`);
+  }
+  listJobs(query: { state?: string; queue?: string; cursor?: number; limit?: number } = {}): Promise<{ jobs: JobView[]; nextCursor: number | null }> {
+    const qs = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+    return this.request('GET', `/jobs?${qs}`);
+  }
+  cancel(id: number): Promise<JobView> {
+    return this.request('POST', `/jobs/${id}/cancel`);
+  }
+  logs(id: number): Promise<string> {
+    return this.request('GET', `/jobs/${id}/logs`);
+  }
+  register(w: RegisterWorker): Promise<RegisterResponse> {
+    return this.request('POST', '/workers', w);
+  }
+  workers(): Promise<{ workers: WorkerView[] }> {
+    return this.request('GET', '/workers');
+  }
+  drain(workerId: string): Promise<WorkerView> {
+    return this.request('POST', `/workers/${workerId}/drain`);
+  }
+  deregister(workerId: string): Promise<WorkerView> {
+    return this.request('DELETE', `/workers/${workerId}`);
+  }
+  workerHeartbeat(workerId: string, leases: { jobId: number; leaseToken: string }[]): Promise<WorkerHeartbeatResponse> {
+    return this.request('POST', `/workers/${workerId}/heartbeat`, { leases });
+  }
+  claim(workerId: string, max: number, waitMs = 0, signal?: AbortSignal): Promise<{ jobs: ClaimedJob[] }> {
+    return this.request('POST', '/claims', { workerId, max, waitMs }, waitMs, signal);
+  }
+  appendLogs(jobId: number, leaseToken: string, chunks: LogChunk[]): Promise<{ end: number; stored: number }> {
+    return this.request('POST', `/jobs/${jobId}/logs`, { leaseToken, chunks });
+  }
+  release(jobId: number, release: Release): Promise<JobView> {
+    return this.request('POST', `/jobs/${jobId}/release`, release);
+  }
+}

@@ -1,0 +1,139 @@
+// The wire API's request shapes. Server, worker and CLI share these so they cannot drift.
+import { z } from 'zod';
+
+const name = z.string().min(1).max(200);
+const signalName = z.string().regex(/^SIG[A-Z0-9]+$/, 'must be a signal name such as SIGTERM');
+const labelValue = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(50)]);
+
+export const resourcesSchema = z.strictObject({
+  cpu: z.number().int().min(0).max(10_000_000).optional(),
+  memoryMb: z.number().int().min(0).max(100_000_000).optional(),
+  diskMb: z.number().int().min(0).max(1_000_000_000).optional(),
+});
+
+export const constraintsSchema = z.strictObject({
+  region: z.union([name, z.array(name).min(1).max(50)]).optional(),
+  resources: resourcesSchema.optional(),
+  labels: z.record(name, labelValue).optional(),
+});
+
+export const preferenceSchema = z.strictObject({
+  labels: z.record(name, labelValue),
+  weight: z.number().int().min(1).max(100).default(1),
+});
+
+export const restartPolicySchema = z.strictObject({
+  policy: z.enum(['never', 'on-failure', 'always']).default('never'),
+  maxRestarts: z.number().int().min(0).max(1000).default(3),
+  windowSeconds: z.number().positive().max(86_400).default(60),
+  delaySeconds: z.number().min(0).max(3600).default(1),
+  backoff: z.number().min(1).max(10).default(2),
+});
+
+export const enqueueJobSchema = z.strictObject({
+  command: z.array(z.string().max(100_000)).min(1, 'must name a program').max(10_000),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), z.string()).optional(),
+  secretEnv: z.array(z.string()).max(1000).optional(),
+  cwd: z.string().min(1).optional(),
+  queue: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -').default('default'),
+  priority: z.number().int().min(-1000).max(1000).default(0),
+  runAt: z.iso.datetime({ offset: true }).optional(),
+  maxAttempts: z.number().int().min(1).max(100).default(3),
+  retryBackoffSeconds: z.number().min(0).max(3600).default(2),
+  timeoutSeconds: z.number().positive().max(7 * 86_400).optional(),
+  killSignal: signalName.optional(),
+  killGraceSeconds: z.number().min(0).max(3600).optional(),
+  outputCapBytes: z.number().int().min(1024).max(1024 ** 3).optional(),
+  idempotencyKey: z.string().min(1).max(200).optional(),
+  constraints: constraintsSchema.optional(),
+  preferences: z.array(preferenceSchema).max(20).optional(),
+  restart: restartPolicySchema.optional(),
+  placementDeadlineSeconds: z.number().positive().max(30 * 86_400).optional(),
+  allowUnplaceable: z.boolean().optional(),
+});
+export type EnqueueJob = z.input<typeof enqueueJobSchema>;
+export type EnqueueJobParsed = z.output<typeof enqueueJobSchema>;
+
+export const enqueueBatchSchema = z.strictObject({
+  jobs: z.array(enqueueJobSchema).min(1).max(10_000),
+});
+
+export const jobStates = ['pending', 'assigned', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+export type JobState = (typeof jobStates)[number];
+export const terminalStates: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+
+export const listJobsQuerySchema = z.strictObject({
+  state: z.enum(jobStates).optional(),
+  queue: z.string().optional(),
+  cursor: z.coerce.number().int().positive().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const availableQuerySchema = z.strictObject({
+  available: z.string().optional(),
+  worker: z.uuid(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const capacitySchema = z.strictObject({
+  cpu: z.number().int().min(0).max(10_000_000).default(1000),
+  memoryMb: z.number().int().min(0).max(100_000_000).default(1024),
+  diskMb: z.number().int().min(0).max(1_000_000_000).default(10_240),
+  slots: z.number().int().min(1).max(10_000).default(4),
+});
+
+export const registerWorkerSchema = z.strictObject({
+  name: name,
+  hostname: z.string().max(255).optional(),
+  region: name.optional(),
+  labels: z.record(name, z.string().max(200)).default({}),
+  capacity: capacitySchema.default({ cpu: 1000, memoryMb: 1024, diskMb: 10_240, slots: 4 }),
+  queues: z.array(z.string().min(1)).min(1).max(100).default(['default']),
+  version: z.string().max(100).optional(),
+});
+export type RegisterWorker = z.input<typeof registerWorkerSchema>;
+
+const leaseSchema = z.strictObject({ jobId: z.number().int().positive(), leaseToken: z.uuid() });
+
+export const workerHeartbeatSchema = z.strictObject({
+  leases: z.array(leaseSchema).max(10_000).default([]),
+});
+
+export const claimSchema = z.strictObject({
+  workerId: z.uuid(),
+  max: z.number().int().min(1).max(1000).default(1),
+  waitMs: z.number().int().min(0).max(120_000).default(0),
+});
+
+export const claimOneSchema = z.strictObject({ workerId: z.uuid() });
+
+export const jobHeartbeatSchema = z.strictObject({ leaseToken: z.uuid() });
+
+export const logChunkSchema = z.strictObject({
+  offset: z.number().int().min(0),
+  stream: z.enum(['stdout', 'stderr', 'system']).default('stdout'),
+  /** Base64 of the raw bytes, so output that is not UTF-8 arrives byte-exact. */
+  data: z.base64(),
+});
+export const appendLogsSchema = z.strictObject({
+  leaseToken: z.uuid(),
+  chunks: z.array(logChunkSchema).min(1).max(10_000),
+});
+export type LogChunk = z.input<typeof logChunkSchema>;
+
+export const endReasons = ['exited', 'timed_out', 'cancelled', 'lost', 'spawn_failed', 'refused', 'crash_loop'] as const;
+export type EndReason = (typeof endReasons)[number];
+
+export const releaseSchema = z.strictObject({
+  leaseToken: z.uuid(),
+  outcome: z.enum(['succeeded', 'failed', 'cancelled', 'requeue']),
+  exitCode: z.number().int().nullable().optional(),
+  signal: z.string().max(20).nullable().optional(),
+  error: z.string().max(10_000).nullable().optional(),
+  reason: z.enum(endReasons).optional(),
+});
+export type Release = z.input<typeof releaseSchema>;
+
+export const releaseBatchSchema = z.strictObject({
+  releases: z.array(releaseSchema.extend({ jobId: z.number().int().positive() })).min(1).max(1000),
+});

@@ -1,0 +1,75 @@
+// The wire API's response shapes.
+import type { EndReason, JobState } from './schemas.js';
+
+export interface JobView {
+  id: number;
+  queue: string;
+  state: JobState;
+  command: string[];
+  env: Record<string, string>;
+  cwd: string | null;
+  priority: number;
+  attempts: number;
+  maxAttempts: number;
+  runAt: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  timeoutSeconds: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  endReason: EndReason | null;
+  error: string | null;
+  workerId: string | null;
+  leaseExpiresAt: string | null;
+  cancelRequested: boolean;
+  idempotencyKey: string | null;
+  constraints: Record<string, unknown> | null;
+  /** Why a pending job is not running yet, when the server knows. */
+  waitingReason: string | null;
+}
+
+export interface ClaimedJob extends JobView {
+  leaseToken: string;
+  attempt: number;
+  killSignal: string | null;
+  killGraceSeconds: number | null;
+  outputCapBytes: number | null;
+  secretEnv: string[];
+  restart: Record<string, unknown> | null;
+}
+
+export interface WorkerView {
+  id: string;
+  name: string;
+  hostname: string | null;
+  region: string | null;
+  labels: Record<string, string>;
+  capacity: { cpu: number; memoryMb: number; diskMb: number; slots: number };
+  allocated: { cpu: number; memoryMb: number; diskMb: number; slots: number };
+  queues: string[];
+  state: 'active' | 'draining' | 'gone';
+  lastSeenAt: string;
+  registeredAt: string;
+}
+
+export interface RegisterResponse {
+  id: string;
+  leaseTtlMs: number;
+  heartbeatIntervalMs: number;
+}
+
+export interface WorkerHeartbeatResponse {
+  /** Jobs whose cancel was requested: the worker kills them and releases them as cancelled. */
+  cancel: number[];
+  /** Leases the worker no longer holds: it must stop reporting for these. */
+  lost: number[];
+  /** The operator asked this worker to drain. */
+  drain: boolean;
+}
+
+export interface ApiError {
+  error: string;
+  message: string;
+  issues?: { path: string; message: string }[];
+}

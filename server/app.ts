@@ -1,0 +1,51 @@
+// The Express app: routes, JSON parsing, and the one place errors become HTTP answers.
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { sql } from 'kysely';
+import type { AppContext } from './context.js';
+import { HttpError } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { jobRoutes } from './routes/jobs.js';
+import { leaseRoutes } from './routes/leases.js';
+import { workerRoutes } from './routes/workers.js';
+import { dashboardPage } from './dashboard.js';
+
+export function createApp(ctx: AppContext) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json({ limit: '32mb' }));
+  app.use(jobRoutes(ctx));
+  app.use(workerRoutes(ctx));
+  app.use(leaseRoutes(ctx));
+  app.get('/healthz', (_req, res) => void res.json({ ok: true }));
+  app.get('/readyz', async (_req, res) => {
+    await sql`SELECT 1`.execute(ctx.db);
+    res.json({ ok: true });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+  });
+  app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
+  app.get('/', (_req, res) => void res.type('html').send(dashboardPage()));
+  app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route ${req.method} ${req.path}`)));
+  app.use(errorHandler(ctx));
+  return app;
+}
+
+function errorHandler(ctx: AppContext) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const answer = toHttpError(err);
+    if (answer.status >= 500) ctx.log.error({ err, method: req.method, path: req.path }, 'request failed');
+    if (res.headersSent) return void res.end();
+    res.status(answer.status).json({ error: answer.code, message: answer.message, ...answer.details });
+  };
+}
+
+// body-parser marks its own failures with a status and a type; keep them 4xx with a clear word.
+function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = err as { status?: number; type?: string; message?: string };
+  if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_json', `body: not valid JSON (${e.message})`);
+  if (e?.type === 'entity.too.large') return new HttpError(413, 'too_large', 'body: larger than the 32 MB limit');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
+  return new HttpError(500, 'internal', 'internal error; the server log has the details');
+}

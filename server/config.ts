@@ -1,0 +1,35 @@
+// Server settings, from the environment; every one has a default that works on a laptop.
+export interface ServerConfig {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  /** How long a lease lives without a heartbeat. Workers heartbeat every third of it. */
+  leaseTtlMs: number;
+  reaperIntervalMs: number;
+  /** A worker silent this long is marked gone and stops counting as capacity. */
+  workerGoneAfterMs: number;
+  /** Longest long-poll a claimer may ask for. */
+  maxWaitMs: number;
+  logLevel: string;
+}
+
+const num = (v: string | undefined, fallback: number) => (v === undefined || v === '' ? fallback : Number(v));
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServerConfig> = {}): ServerConfig {
+  const leaseTtlMs = num(env.SKIPJACK_LEASE_TTL_MS, 30_000);
+  const config: ServerConfig = {
+    port: num(env.PORT, 7070),
+    host: env.HOST ?? '127.0.0.1',
+    databaseUrl: env.DATABASE_URL ?? '',
+    leaseTtlMs,
+    reaperIntervalMs: num(env.SKIPJACK_REAPER_INTERVAL_MS, 2_000),
+    workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),
+    maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    ...overrides,
+  };
+  for (const [k, v] of Object.entries(config)) {
+    if (typeof v === 'number' && !(Number.isFinite(v) && v >= 0)) throw new Error(`config ${k}: expected a non-negative number, got ${v}`);
+  }
+  return config;
+}

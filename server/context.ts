@@ -1,0 +1,14 @@
+// What every route needs: the database, the wake-up hub, settings and the logger.
+import type { Logger } from 'pino';
+import type { ServerConfig } from './config.js';
+import type { Db } from './db.js';
+import type { NotifyHub } from './notify.js';
+import type { Metrics } from './metrics.js';
+
+export interface AppContext {
+  db: Db;
+  hub: NotifyHub;
+  config: ServerConfig;
+  log: Logger;
+  metrics: Metrics;
+}

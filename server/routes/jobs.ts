@@ -1,0 +1,112 @@
+// Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
+import { Router, type Response } from 'express';
+import { enqueueBatchSchema, enqueueJobSchema, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
+import type { AppContext } from '../context.js';
+import { availableJobs } from '../store/claims.js';
+import { toJobView } from '../store/job-view.js';
+import { cancelJob, enqueueJobs, getJob, listAttempts, listJobs } from '../store/jobs.js';
+import { readLogs } from '../store/leases.js';
+import { idParam, parse } from '../validate.js';
+import { z } from 'zod';
+
+const logsQuery = z.strictObject({
+  attempt: z.coerce.number().int().positive().optional(),
+  follow: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+
+export function jobRoutes(ctx: AppContext): Router {
+  const r = Router();
+
+  r.post('/jobs', async (req, res) => {
+    const body = req.body ?? {};
+    const batch = Array.isArray(body.jobs);
+    const header = req.get('Idempotency-Key');
+    const jobs = batch
+      ? parse(enqueueBatchSchema, body, 'body').jobs
+      : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
+    const results = await enqueueJobs(ctx.db, jobs);
+    for (const { job, created } of results) {
+      if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
+      ctx.log.info({ jobId: job.id, queue: job.queue, created }, created ? 'job enqueued' : 'idempotent repeat: returning the existing job');
+    }
+    const anyCreated = results.some((x) => x.created);
+    const status = anyCreated ? 201 : 200;
+    if (batch) return void res.status(status).json({ jobs: results.map((x) => toJobView(x.job)) });
+    res.status(status).json(toJobView(results[0].job));
+  });
+
+  r.get('/jobs', async (req, res) => {
+    if ('available' in req.query || 'worker' in req.query) {
+      const q = parse(availableQuerySchema, req.query, 'query');
+      const jobs = await availableJobs(ctx.db, q.worker, q.limit);
+      return void res.json({ jobs: jobs.map(toJobView) });
+    }
+    const q = parse(listJobsQuerySchema, req.query, 'query');
+    const page = await listJobs(ctx.db, q);
+    res.json({ jobs: page.jobs.map(toJobView), nextCursor: page.nextCursor });
+  });
+
+  r.get('/jobs/:id', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    res.json(toJobView(await getJob(ctx.db, id)));
+  });
+
+  r.get('/jobs/:id/attempts', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    await getJob(ctx.db, id);
+    res.json({ attempts: await listAttempts(ctx.db, id) });
+  });
+
+  r.post('/jobs/:id/cancel', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    const job = await cancelJob(ctx.db, id);
+    ctx.log.info({ jobId: id, state: job.state }, job.state === 'cancelled' ? 'job cancelled' : 'cancel requested of a running job');
+    res.json(toJobView(job));
+  });
+
+  r.get('/jobs/:id/logs', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    const q = parse(logsQuery, req.query, 'query');
+    await getJob(ctx.db, id);
+    res.type('text/plain');
+    if (q.follow === '1' || q.follow === 'true') return followLogs(ctx, id, res);
+    const chunks = await readLogs(ctx.db, id, { attempt: q.attempt });
+    res.send(joinRuns(chunks, q.attempt === undefined));
+  });
+
+  return r;
+}
+
+type Chunk = { attempt: number; byte_offset: number; data: Buffer };
+
+/** Concatenates chunks; when several runs are shown, a header line marks where each begins. */
+function joinRuns(chunks: Chunk[], headers: boolean): Buffer {
+  const runs = new Set(chunks.map((c) => c.attempt));
+  const parts: Buffer[] = [];
+  let run = -1;
+  for (const c of chunks) {
+    if (headers && runs.size > 1 && c.attempt !== run) parts.push(Buffer.from(`--- run ${c.attempt} ---\n`));
+    run = c.attempt;
+    parts.push(c.data);
+  }
+  return Buffer.concat(parts);
+}
+
+// Streams output as it is stored, woken by NOTIFY, and ends once the job is finished and drained.
+async function followLogs(ctx: AppContext, id: number, res: Response) {
+  const abort = new AbortController();
+  res.on('close', () => abort.abort());
+  let pos = { run: 0, offset: 0 };
+  res.flushHeaders();
+  while (!abort.signal.aborted) {
+    const state = (await getJob(ctx.db, id)).state as JobState;
+    const chunks = await readLogs(ctx.db, id, { afterRun: pos.run, afterOffset: pos.offset });
+    for (const c of chunks) {
+      res.write(c.data);
+      pos = { run: c.attempt, offset: c.byte_offset + c.data.length };
+    }
+    if (terminalStates.includes(state) && chunks.length === 0) break;
+    if (chunks.length === 0) await ctx.hub.wait('skipjack_logs', 1000, (p) => p === String(id) || p === 'closing', abort.signal);
+  }
+  res.end();
+}

@@ -1,0 +1,101 @@
+// Agent routes: register, heartbeat, drain, deregister, and the claims.
+import { Router, type Response } from 'express';
+import { sql } from 'kysely';
+import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
+import type { RegisterResponse } from '../../protocol/types.js';
+import type { AppContext } from '../context.js';
+import type { JobRow } from '../db.js';
+import { claimJobs, claimOne } from '../store/claims.js';
+import { toClaimedJob } from '../store/job-view.js';
+import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView, workerHeartbeat } from '../store/workers.js';
+import { idParam, parse, workerParam } from '../validate.js';
+
+export function workerRoutes(ctx: AppContext): Router {
+  const r = Router();
+  const ttl = () => ctx.config.leaseTtlMs;
+
+  r.post('/workers', async (req, res) => {
+    const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'));
+    ctx.log.info({ workerId: w.id, name: w.name, region: w.region, slots: w.slots }, 'worker registered');
+    const body: RegisterResponse = { id: w.id, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)) };
+    res.status(201).json(body);
+  });
+
+  r.get('/workers', async (_req, res) => {
+    res.json({ workers: await listWorkers(ctx.db) });
+  });
+
+  r.get('/workers/:id', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    const w = await getWorker(ctx.db, id);
+    res.json(toWorkerView(w, (await allocations(ctx.db, [id])).get(id)));
+  });
+
+  r.post('/workers/:id/heartbeat', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    const { leases } = parse(workerHeartbeatSchema, req.body, 'body');
+    const answer = await workerHeartbeat(ctx.db, id, leases, ttl());
+    for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
+    res.json(answer);
+  });
+
+  r.post('/workers/:id/drain', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    const w = await setWorkerState(ctx.db, id, 'draining');
+    ctx.log.info({ workerId: id }, 'worker asked to drain');
+    res.json(toWorkerView(w));
+  });
+
+  // Deregistering gives up any lease still held: expire them so the reaper requeues those jobs now.
+  r.delete('/workers/:id', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    const w = await setWorkerState(ctx.db, id, 'gone');
+    await sql`UPDATE jobs SET lease_expires_at = now() WHERE worker_id = ${id} AND state = 'running'`.execute(ctx.db);
+    ctx.log.info({ workerId: id }, 'worker deregistered');
+    res.json(toWorkerView(w));
+  });
+
+  r.post('/jobs/:id/claim', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    const { workerId } = parse(claimOneSchema, req.body, 'body');
+    const job = await claimOne(ctx.db, workerId, id, ttl());
+    logClaims(ctx, workerId, [job]);
+    res.json(toClaimedJob(job));
+  });
+
+  r.post('/claims', async (req, res) => {
+    const c = parse(claimSchema, req.body, 'body');
+    const jobs = await claimWithWait(ctx, c.workerId, c.max, Math.min(c.waitMs, ctx.config.maxWaitMs), res);
+    logClaims(ctx, c.workerId, jobs);
+    res.json({ jobs: jobs.map(toClaimedJob) });
+  });
+
+  return r;
+}
+
+/** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
+async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<JobRow[]> {
+  const deadline = Date.now() + waitMs;
+  const abort = new AbortController();
+  // The response's close, not the request's: a request closes once its body has been read.
+  const onClose = () => abort.abort();
+  res.on('close', onClose);
+  const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
+  try {
+    for (;;) {
+      const seq = ctx.hub.jobsSeq;
+      const jobs = await claimJobs(ctx.db, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+      const left = deadline - Date.now();
+      if (jobs.length > 0 || left <= 0 || abort.signal.aborted) return jobs;
+      await ctx.hub.waitForJobs(seq, left, abort.signal);
+    }
+  } finally {
+    res.off('close', onClose);
+    stopOnDrain();
+  }
+}
+
+function logClaims(ctx: AppContext, workerId: string, jobs: JobRow[]) {
+  ctx.metrics.claimed.inc(jobs.length);
+  for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
+}

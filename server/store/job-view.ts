@@ -1,0 +1,55 @@
+// Row → wire shape.
+import type { ClaimedJob, JobView } from '../../protocol/types.js';
+import type { EndReason, JobState } from '../../protocol/schemas.js';
+import type { JobRow } from '../db.js';
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+export function toJobView(row: JobRow): JobView {
+  return {
+    id: row.id,
+    queue: row.queue,
+    state: row.state as JobState,
+    command: row.command,
+    env: redactEnv(row.env, row.secret_env),
+    cwd: row.cwd,
+    priority: row.priority,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: iso(row.run_at)!,
+    createdAt: iso(row.created_at)!,
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+    timeoutSeconds: row.timeout_seconds,
+    exitCode: row.exit_code,
+    signal: row.signal,
+    endReason: row.end_reason as EndReason | null,
+    error: row.error,
+    workerId: row.worker_id,
+    leaseExpiresAt: iso(row.lease_expires_at),
+    cancelRequested: row.cancel_requested,
+    idempotencyKey: row.idempotency_key,
+    constraints: row.constraints,
+    waitingReason: row.state === 'pending' ? row.waiting_reason : null,
+  };
+}
+
+/** The claimant gets what it needs to run the job, secrets included; nobody else sees them. */
+export function toClaimedJob(row: JobRow): ClaimedJob {
+  return {
+    ...toJobView(row),
+    env: row.env,
+    leaseToken: row.lease_token!,
+    attempt: row.runs,
+    killSignal: row.kill_signal,
+    killGraceSeconds: row.kill_grace_seconds,
+    outputCapBytes: row.output_cap_bytes,
+    secretEnv: row.secret_env,
+    restart: row.restart,
+  };
+}
+
+function redactEnv(env: Record<string, string>, secret: string[]): Record<string, string> {
+  if (secret.length === 0) return env;
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, secret.includes(k) ? '***' : v]));
+}

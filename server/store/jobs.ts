@@ -1,0 +1,124 @@
+// Job table: enqueue, read, list, cancel.
+import { sql } from 'kysely';
+import type { EnqueueJobParsed } from '../../protocol/schemas.js';
+import type { Db, JobRow } from '../db.js';
+import { HttpError, notFound } from '../errors.js';
+
+/** Flattens constraints into the columns the claim query filters on. */
+function toInsertRow(job: EnqueueJobParsed) {
+  const c = job.constraints;
+  const regions = c?.region === undefined ? null : Array.isArray(c.region) ? c.region : [c.region];
+  const labelSelector = c?.labels
+    ? Object.fromEntries(Object.entries(c.labels).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]))
+    : null;
+  return {
+    queue: job.queue,
+    command: job.command,
+    env: JSON.stringify(job.env ?? {}),
+    secret_env: job.secretEnv ?? [],
+    cwd: job.cwd ?? null,
+    priority: job.priority,
+    run_at: job.runAt ?? new Date(),
+    max_attempts: job.maxAttempts,
+    retry_backoff_seconds: job.retryBackoffSeconds,
+    timeout_seconds: job.timeoutSeconds ?? null,
+    kill_signal: job.killSignal ?? null,
+    kill_grace_seconds: job.killGraceSeconds ?? null,
+    output_cap_bytes: job.outputCapBytes ?? null,
+    idempotency_key: job.idempotencyKey ?? null,
+    constraints: c ? JSON.stringify(c) : null,
+    preferences: job.preferences ? JSON.stringify(job.preferences) : null,
+    restart: job.restart ? JSON.stringify(job.restart) : null,
+    regions,
+    need_cpu: c?.resources?.cpu ?? 0,
+    need_memory_mb: c?.resources?.memoryMb ?? 0,
+    need_disk_mb: c?.resources?.diskMb ?? 0,
+    label_selector: labelSelector ? JSON.stringify(labelSelector) : null,
+    placement_deadline_at: job.placementDeadlineSeconds
+      ? new Date(Date.now() + job.placementDeadlineSeconds * 1000)
+      : null,
+  };
+}
+
+export interface EnqueueResult {
+  job: JobRow;
+  /** False when an idempotency key matched an existing job, which is returned instead. */
+  created: boolean;
+}
+
+/** Inserts jobs in one statement. A job whose idempotency key exists already yields the existing job. */
+export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[]): Promise<EnqueueResult[]> {
+  const rows = jobs.map(toInsertRow);
+  const inserted = (await db
+    .insertInto('jobs')
+    .values(rows)
+    .onConflict((oc) => oc.column('idempotency_key').where('idempotency_key', 'is not', null).doNothing())
+    .returningAll()
+    .execute()) as JobRow[];
+  if (inserted.length === rows.length && !rows.some((r) => r.idempotency_key)) {
+    return inserted.map((job) => ({ job, created: true }));
+  }
+  return matchByKey(db, rows, inserted);
+}
+
+async function matchByKey(db: Db, rows: ReturnType<typeof toInsertRow>[], inserted: JobRow[]) {
+  const keys = rows.map((r) => r.idempotency_key).filter((k): k is string => k !== null);
+  const existing = (await db.selectFrom('jobs').selectAll().where('idempotency_key', 'in', keys).execute()) as JobRow[];
+  const byKey = new Map(existing.map((j) => [j.idempotency_key, j]));
+  const insertedIds = new Set(inserted.map((j) => j.id));
+  const unkeyed = inserted.filter((j) => j.idempotency_key === null);
+  return rows.map((r) => {
+    const job = r.idempotency_key === null ? unkeyed.shift()! : byKey.get(r.idempotency_key)!;
+    return { job, created: insertedIds.has(job.id) };
+  });
+}
+
+export async function getJob(db: Db, id: number): Promise<JobRow> {
+  const row = await db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound(`job ${id}`);
+  return row as JobRow;
+}
+
+export interface ListJobsQuery {
+  state?: string;
+  queue?: string;
+  /** Return jobs with ids below this one (newest first). */
+  cursor?: number;
+  limit: number;
+}
+
+export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow[]; nextCursor: number | null }> {
+  let query = db.selectFrom('jobs').selectAll().orderBy('id', 'desc').limit(q.limit + 1);
+  if (q.state) query = query.where('state', '=', q.state);
+  if (q.queue) query = query.where('queue', '=', q.queue);
+  if (q.cursor) query = query.where('id', '<', q.cursor);
+  const rows = (await query.execute()) as JobRow[];
+  const page = rows.slice(0, q.limit);
+  return { jobs: page, nextCursor: rows.length > q.limit ? page[page.length - 1].id : null };
+}
+
+/**
+ * A job not yet running is cancelled at once. A running one is flagged; its worker learns on the
+ * next heartbeat (or sooner, by NOTIFY), kills it and releases it as cancelled.
+ */
+export async function cancelJob(db: Db, id: number): Promise<JobRow> {
+  const row = (await sql<JobRow>`
+    UPDATE jobs SET
+      state = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE state END,
+      cancel_requested = (state = 'running'),
+      finished_at = CASE WHEN state IN ('pending', 'assigned') THEN now() ELSE finished_at END,
+      end_reason = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE end_reason END,
+      worker_id = CASE WHEN state = 'assigned' THEN NULL ELSE worker_id END
+    WHERE id = ${id} AND state IN ('pending', 'assigned', 'running')
+    RETURNING *`.execute(db)).rows[0];
+  if (row) {
+    if (row.state === 'running') await sql`SELECT pg_notify('skipjack_cancel', ${row.worker_id} || ' ' || ${id})`.execute(db);
+    return row;
+  }
+  const job = await getJob(db, id);
+  throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });
+}
+
+export async function listAttempts(db: Db, jobId: number) {
+  return db.selectFrom('job_attempts').selectAll().where('job_id', '=', jobId).orderBy('attempt').execute();
+}

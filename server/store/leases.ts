@@ -1,0 +1,123 @@
+// Everything a worker does under a lease. Each statement matches the lease token, so a worker
+// that lost its lease (expired, reclaimed) changes nothing: the fencing invariant.
+import { sql } from 'kysely';
+import type { z } from 'zod';
+import type { releaseSchema } from '../../protocol/schemas.js';
+import type { Db, JobRow } from '../db.js';
+import { HttpError, staleLease } from '../errors.js';
+
+export type ReleaseInput = z.output<typeof releaseSchema>;
+
+export async function heartbeatJob(db: Db, jobId: number, leaseToken: string, leaseTtlMs: number) {
+  const row = (await sql<{ lease_expires_at: Date; cancel_requested: boolean }>`
+    UPDATE jobs SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
+    WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
+    RETURNING lease_expires_at, cancel_requested`.execute(db)).rows[0];
+  if (!row) throw staleLease(jobId);
+  return { leaseExpiresAt: row.lease_expires_at.toISOString(), cancelRequested: row.cancel_requested };
+}
+
+/**
+ * Ends a run. succeeded and cancelled are final; failed retries with exponential backoff and
+ * jitter while attempts remain; requeue (a draining worker) returns the job uncharged. A cancel
+ * requested while it ran wins over a retry.
+ */
+export async function releaseJob(db: Db, jobId: number, r: ReleaseInput): Promise<JobRow> {
+  const row = (await sql<JobRow>`
+    WITH cur AS (
+      SELECT id, runs, attempts, CASE
+          WHEN ${r.outcome} = 'succeeded' THEN 'succeeded'
+          WHEN ${r.outcome} = 'cancelled' OR cancel_requested THEN 'cancelled'
+          WHEN ${r.outcome} = 'requeue' THEN 'pending'
+          WHEN attempts < max_attempts THEN 'pending'
+          ELSE 'failed' END AS next_state,
+        -- full backoff doubles per attempt, capped at an hour; jitter takes 0-50% off it
+        least(retry_backoff_seconds * power(2, greatest(attempts - 1, 0)), 3600) * (1 - random() / 2) AS backoff
+      FROM jobs WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running'
+      FOR UPDATE
+    ), released AS (
+      UPDATE jobs j SET
+        state = cur.next_state,
+        attempts = CASE WHEN ${r.outcome} = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
+        run_at = CASE WHEN cur.next_state = 'pending' AND ${r.outcome} = 'failed'
+                      THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
+        worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
+        exit_code = ${r.exitCode ?? null}, signal = ${r.signal ?? null}, error = ${r.error ?? null},
+        end_reason = ${r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited')},
+        finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
+      FROM cur WHERE j.id = cur.id
+      RETURNING j.*
+    ), recorded AS (
+      UPDATE job_attempts a SET ended_at = now(), outcome = ${r.outcome}, exit_code = ${r.exitCode ?? null},
+        signal = ${r.signal ?? null}, error = ${r.error ?? null},
+        end_reason = ${r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited')}
+      FROM cur WHERE a.job_id = cur.id AND a.attempt = cur.runs
+    )
+    SELECT * FROM released`.execute(db)).rows[0];
+  if (!row) throw staleLease(jobId);
+  return row;
+}
+
+export interface AppendResult {
+  /** Bytes of this run's output stored so far: where the next chunk must start. */
+  end: number;
+  stored: number;
+}
+
+/**
+ * Appends output chunks idempotently. A chunk the server already has (a retry) is skipped, an
+ * overlapping one is trimmed, and one that starts past the end is a gap, refused with 409 so
+ * the worker resends from `end`.
+ */
+export async function appendLogs(
+  db: Db,
+  jobId: number,
+  leaseToken: string,
+  chunks: { offset: number; stream: string; data: Buffer }[],
+): Promise<AppendResult> {
+  return db.transaction().execute(async (trx) => {
+    const job = (await sql<{ runs: number }>`
+      SELECT runs FROM jobs WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
+      FOR NO KEY UPDATE`.execute(trx)).rows[0];
+    if (!job) throw staleLease(jobId);
+    let end = await logEnd(trx as unknown as Db, jobId, job.runs);
+    const rows = [];
+    for (const c of [...chunks].sort((a, b) => a.offset - b.offset)) {
+      const chunkEnd = c.offset + c.data.length;
+      if (chunkEnd <= end) continue;
+      if (c.offset > end) throw gapError(jobId, end, c.offset);
+      rows.push({ job_id: jobId, attempt: job.runs, byte_offset: end, stream: c.stream, data: c.data.subarray(end - c.offset) });
+      end = chunkEnd;
+    }
+    if (rows.length > 0) {
+      await trx.insertInto('job_logs').values(rows).onConflict((oc) => oc.doNothing()).execute();
+      await sql`SELECT pg_notify('skipjack_logs', ${String(jobId)})`.execute(trx);
+    }
+    return { end, stored: rows.reduce((n, r) => n + r.data.length, 0) };
+  });
+}
+
+async function logEnd(db: Db, jobId: number, run: number): Promise<number> {
+  const last = (await sql<{ end: number }>`
+    SELECT byte_offset + length(data) AS end FROM job_logs
+    WHERE job_id = ${jobId} AND attempt = ${run} ORDER BY byte_offset DESC LIMIT 1`.execute(db)).rows[0];
+  return last ? Number(last.end) : 0;
+}
+
+function gapError(jobId: number, end: number, offset: number) {
+  return new HttpError(409, 'log_gap', `job ${jobId}: chunk starts at byte ${offset} but the log ends at ${end}; resend from ${end}`, {
+    expectedOffset: end,
+  });
+}
+
+/** A run's output, or every run's with a header line between runs. */
+export async function readLogs(db: Db, jobId: number, opts: { attempt?: number; afterRun?: number; afterOffset?: number } = {}) {
+  let q = db.selectFrom('job_logs').select(['attempt', 'byte_offset', 'data']).where('job_id', '=', jobId);
+  if (opts.attempt !== undefined) q = q.where('attempt', '=', opts.attempt);
+  if (opts.afterRun !== undefined) {
+    const run = opts.afterRun;
+    const offset = opts.afterOffset ?? 0;
+    q = q.where((eb) => eb.or([eb('attempt', '>', run), eb.and([eb('attempt', '=', run), eb('byte_offset', '>=', offset)])]));
+  }
+  return q.orderBy('attempt').orderBy('byte_offset').execute();
+}

@@ -1,0 +1,37 @@
+// Lease expiry: jobs whose worker stopped heartbeating go back to pending (or fail when their
+// attempts are spent), and the lost run is recorded. Workers silent for long are marked gone.
+import { sql } from 'kysely';
+import type { Db } from '../db.js';
+
+export interface ReapedJob { id: number; state: string; worker_id: string; runs: number; attempts: number }
+
+export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob[]> {
+  return (await sql<ReapedJob>`
+    WITH expired AS (
+      SELECT id, worker_id FROM jobs WHERE state = 'running' AND lease_expires_at < now()
+      ORDER BY lease_expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED
+    ), reaped AS (
+      UPDATE jobs j SET
+        state = CASE WHEN j.cancel_requested THEN 'cancelled'
+                     WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+        worker_id = NULL, lease_token = NULL, lease_expires_at = NULL, run_at = now(),
+        end_reason = 'lost', exit_code = NULL, signal = NULL,
+        error = 'lease expired: the worker stopped heartbeating',
+        finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN now() END
+      FROM expired WHERE j.id = expired.id
+      RETURNING j.id, j.state, expired.worker_id, j.runs, j.attempts
+    ), recorded AS (
+      UPDATE job_attempts a SET ended_at = now(), outcome = 'lost', end_reason = 'lost',
+        error = 'lease expired: the worker stopped heartbeating'
+      FROM reaped WHERE a.job_id = reaped.id AND a.attempt = reaped.runs
+    )
+    SELECT * FROM reaped`.execute(db)).rows;
+}
+
+/** Workers not seen for `silentMs` are gone: they no longer count as capacity. */
+export async function markSilentWorkersGone(db: Db, silentMs: number): Promise<string[]> {
+  return (await sql<{ id: string }>`
+    UPDATE workers SET state = 'gone'
+    WHERE state <> 'gone' AND last_seen_at < now() - ${silentMs} * interval '1 millisecond'
+    RETURNING id`.execute(db)).rows.map((r) => r.id);
+}

@@ -1,0 +1,104 @@
+// Worker registry: register, heartbeat (with the leases it holds), drain, deregister.
+import { sql } from 'kysely';
+import type { z } from 'zod';
+import type { registerWorkerSchema } from '../../protocol/schemas.js';
+import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
+import type { Db, WorkerRow } from '../db.js';
+import { notFound } from '../errors.js';
+
+type Registration = z.output<typeof registerWorkerSchema>;
+export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
+
+export async function registerWorker(db: Db, w: Registration): Promise<WorkerRow> {
+  return (await db
+    .insertInto('workers')
+    .values({
+      name: w.name,
+      hostname: w.hostname ?? null,
+      region: w.region ?? null,
+      labels: JSON.stringify(w.labels),
+      cpu: w.capacity.cpu,
+      memory_mb: w.capacity.memoryMb,
+      disk_mb: w.capacity.diskMb,
+      slots: w.capacity.slots,
+      queues: w.queues,
+      version: w.version ?? null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow()) as WorkerRow;
+}
+
+/**
+ * Marks the worker alive and extends every lease it still holds, in two statements. Leases it
+ * names but no longer holds come back as `lost`, so it stops acting on those jobs.
+ */
+export async function workerHeartbeat(
+  db: Db,
+  workerId: string,
+  leases: { jobId: number; leaseToken: string }[],
+  leaseTtlMs: number,
+): Promise<WorkerHeartbeatResponse> {
+  const worker = (await sql<{ state: string }>`
+    UPDATE workers SET last_seen_at = now(), state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
+    WHERE id = ${workerId} RETURNING state`.execute(db)).rows[0];
+  if (!worker) throw notFound(`worker ${workerId}`);
+  const held = leases.length === 0 ? [] : (await sql<{ id: number; cancel_requested: boolean }>`
+    UPDATE jobs j SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
+    FROM unnest(${leases.map((l) => l.jobId)}::bigint[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS l(id, token)
+    WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'running' AND j.worker_id = ${workerId}
+    RETURNING j.id, j.cancel_requested`.execute(db)).rows;
+  const live = new Set(held.map((h) => h.id));
+  return {
+    cancel: held.filter((h) => h.cancel_requested).map((h) => h.id),
+    lost: leases.map((l) => l.jobId).filter((id) => !live.has(id)),
+    drain: worker.state === 'draining',
+  };
+}
+
+export async function setWorkerState(db: Db, workerId: string, state: 'draining' | 'gone'): Promise<WorkerRow> {
+  const row = await db.updateTable('workers').set({ state }).where('id', '=', workerId).returningAll().executeTakeFirst();
+  if (!row) throw notFound(`worker ${workerId}`);
+  if (state === 'draining') await sql`SELECT pg_notify('skipjack_drain', ${workerId})`.execute(db);
+  return row as WorkerRow;
+}
+
+export async function getWorker(db: Db, workerId: string): Promise<WorkerRow> {
+  const row = await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst();
+  if (!row) throw notFound(`worker ${workerId}`);
+  return row as WorkerRow;
+}
+
+/** What the jobs a worker holds use; capacity accounting derives from jobs, never from a counter. */
+export async function allocations(db: Db, workerIds: string[]): Promise<Map<string, Allocation>> {
+  if (workerIds.length === 0) return new Map();
+  const rows = (await sql<{ worker_id: string; cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
+    SELECT worker_id, sum(need_cpu)::int AS cpu, sum(need_memory_mb)::int AS memory_mb,
+           sum(need_disk_mb)::int AS disk_mb, count(*)::int AS slots
+    FROM jobs WHERE worker_id = ANY(${workerIds}::uuid[]) AND state IN ('running', 'assigned')
+    GROUP BY worker_id`.execute(db)).rows;
+  return new Map(rows.map((r) => [r.worker_id, { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots }]));
+}
+
+export async function listWorkers(db: Db, includeGone = false): Promise<WorkerView[]> {
+  let q = db.selectFrom('workers').selectAll().orderBy('registered_at');
+  if (!includeGone) q = q.where('state', '!=', 'gone');
+  const rows = (await q.execute()) as WorkerRow[];
+  const alloc = await allocations(db, rows.map((r) => r.id));
+  return rows.map((r) => toWorkerView(r, alloc.get(r.id)));
+}
+
+export function toWorkerView(r: WorkerRow, alloc?: Allocation): WorkerView {
+  return {
+    id: r.id,
+    name: r.name,
+    hostname: r.hostname,
+    region: r.region,
+    labels: r.labels,
+    capacity: { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots },
+    allocated: alloc ?? { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 },
+    queues: r.queues,
+    state: r.state,
+    lastSeenAt: new Date(r.last_seen_at).toISOString(),
+    registeredAt: new Date(r.registered_at).toISOString(),
+  };
+}

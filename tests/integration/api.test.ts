@@ -1,0 +1,135 @@
+// The wire API against a real server and Postgres: enqueue, claim, fencing, release, retries.
+import { sql } from 'kysely';
+import { ApiRequestError } from '../../protocol/client.js';
+import { startTestServer, until, type TestServer } from '../support/server.js';
+
+let t: TestServer;
+beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1000 }); });
+afterAll(async () => { await t.close(); });
+
+const register = (name = 'w') => t.client.register({ name, capacity: { cpu: 4000, memoryMb: 4096, diskMb: 10000, slots: 8 } });
+const status = async (p: Promise<unknown>) => p.then(() => 200, (e: ApiRequestError) => e.status);
+
+async function post(path: string, body: unknown) {
+  const res = await fetch(t.server.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+test('the minimum wire contract: enqueue answers 201 with a pending job', async () => {
+  const { status: code, body } = await post('/jobs', { command: ['sh', '-c', 'echo hi'] });
+  expect(code).toBe(201);
+  expect(body).toMatchObject({ state: 'pending', attempts: 0, exitCode: null });
+  expect(typeof body.id).toBe('number');
+  const got = await t.client.getJob(body.id);
+  expect(got.state).toBe('pending');
+});
+
+test('bad input is a 400 that names the field, and changes nothing', async () => {
+  const count = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs`.execute(t.tdb.db)).rows[0].n);
+  const before = await count();
+  const cases: [unknown, string][] = [
+    [{ command: 'echo hi' }, 'body.command'],
+    [{ command: [] }, 'body.command'],
+    [{ command: ['x'], priority: 'high' }, 'body.priority'],
+    [{ command: ['x'], maxAttempts: 0 }, 'body.maxAttempts'],
+    [{ command: ['x'], constraints: { region: 5 } }, 'body.constraints.region'],
+    [{ command: ['x'], bogus: 1 }, 'body'],
+    [{ jobs: [{ command: ['ok'] }, { command: 'bad' }] }, 'body.jobs.1.command'],
+  ];
+  for (const [body, field] of cases) {
+    const res = await post('/jobs', body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_request');
+    expect(res.body.message).toContain(field);
+  }
+  const broken = await post('/jobs', '{"command": [');
+  expect(broken.status).toBe(400);
+  expect(broken.body.message).toMatch(/JSON/);
+  expect((await fetch(`${t.server.url}/jobs/abc`)).status).toBe(400);
+  expect((await fetch(`${t.server.url}/jobs/999999`)).status).toBe(404);
+  expect(await count()).toBe(before);
+});
+
+test('an idempotency key makes a repeat return the first job', async () => {
+  const first = await post('/jobs', { command: ['true'], idempotencyKey: 'deploy-42' });
+  const again = await post('/jobs', { command: ['true'], idempotencyKey: 'deploy-42' });
+  expect(first.status).toBe(201);
+  expect(again.status).toBe(200);
+  expect(again.body.id).toBe(first.body.id);
+  const viaHeader = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' }, body: JSON.stringify({ command: ['true'] }) });
+  const viaHeaderAgain = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' }, body: JSON.stringify({ command: ['true'] }) });
+  expect((await viaHeader.json()).id).toBe((await viaHeaderAgain.json()).id);
+  const n = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE idempotency_key IN ('deploy-42', 'hdr-1')`.execute(t.tdb.db)).rows[0].n;
+  expect(n).toBe(2);
+});
+
+test('claim, heartbeat, log, release: the happy path, and fencing against a stale token', async () => {
+  await sql`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE state = 'pending'`.execute(t.tdb.db);
+  const w = await register();
+  const job = await t.client.enqueue({ command: ['echo', 'hi'], queue: 'fence' });
+  const w2 = await t.client.register({ name: 'w2', queues: ['fence'] });
+  const { jobs } = await t.client.claim(w2.id, 5);
+  expect(jobs.map((j) => j.id)).toEqual([job.id]);
+  const lease = jobs[0].leaseToken;
+  expect(await status(t.client.claim(w.id, 5).then((r) => expect(r.jobs).toEqual([])))).toBe(200);
+  await t.client.appendLogs(job.id, lease, [{ offset: 0, stream: 'stdout', data: Buffer.from('hi\n').toString('base64') }]);
+  // Let the lease lapse; the reaper returns the job and another claim takes it.
+  await until('lease reaped', async () => (await t.client.getJob(job.id)).state === 'pending');
+  const again = await t.client.claim(w2.id, 1);
+  expect(again.jobs[0].id).toBe(job.id);
+  expect(again.jobs[0].leaseToken).not.toBe(lease);
+  // The old token changes nothing, on every lease route.
+  expect(await status(t.client.release(job.id, { leaseToken: lease, outcome: 'succeeded', exitCode: 0 }))).toBe(409);
+  expect(await status(t.client.appendLogs(job.id, lease, [{ offset: 0, data: 'eA==' }]))).toBe(409);
+  expect(await status(t.client.request('POST', `/jobs/${job.id}/heartbeat`, { leaseToken: lease }))).toBe(409);
+  const still = await t.client.getJob(job.id);
+  expect(still).toMatchObject({ state: 'running', exitCode: null, workerId: w2.id });
+  const done = await t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
+  expect(done.state).toBe('succeeded');
+  const attempts = (await t.client.request<{ attempts: { outcome: string }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+  expect(attempts.map((a) => a.outcome)).toEqual(['lost', 'succeeded']);
+});
+
+test('a failed run retries with backoff, then fails after maxAttempts', async () => {
+  const w = await t.client.register({ name: 'retrier', queues: ['retry'] });
+  const job = await t.client.enqueue({ command: ['false'], queue: 'retry', maxAttempts: 2, retryBackoffSeconds: 0.5 });
+  const [first] = (await t.client.claim(w.id, 1)).jobs;
+  const afterFirst = await t.client.release(job.id, { leaseToken: first.leaseToken, outcome: 'failed', exitCode: 1 });
+  expect(afterFirst.state).toBe('pending');
+  // Jitter takes at most half off: the retry is due 0.25-0.5 s later, so not claimable at once.
+  const delay = Date.parse(afterFirst.runAt) - Date.now();
+  expect(delay).toBeGreaterThan(100);
+  expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
+  const [second] = (await t.client.claim(w.id, 1, 5000)).jobs;
+  expect(second.id).toBe(job.id);
+  expect(second.attempts).toBe(2);
+  const final = await t.client.release(job.id, { leaseToken: second.leaseToken, outcome: 'failed', exitCode: 3 });
+  expect(final).toMatchObject({ state: 'failed', exitCode: 3, attempts: 2 });
+});
+
+test('cancel: a pending job at once; a running job is flagged for its worker', async () => {
+  const w = await t.client.register({ name: 'c', queues: ['cancel'] });
+  const pending = await t.client.enqueue({ command: ['sleep', '1'], queue: 'cancel', runAt: new Date(Date.now() + 60_000).toISOString() });
+  expect((await t.client.cancel(pending.id)).state).toBe('cancelled');
+  expect(await status(t.client.cancel(pending.id))).toBe(409);
+  const running = await t.client.enqueue({ command: ['sleep', '1'], queue: 'cancel' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  expect(claimed.id).toBe(running.id);
+  expect((await t.client.cancel(running.id)).state).toBe('running');
+  const hb = await t.client.workerHeartbeat(w.id, [{ jobId: running.id, leaseToken: claimed.leaseToken }]);
+  expect(hb.cancel).toEqual([running.id]);
+  // Even a worker that reports "failed" for a cancelled job ends it cancelled, not retried.
+  const ended = await t.client.release(running.id, { leaseToken: claimed.leaseToken, outcome: 'failed', signal: 'SIGTERM' });
+  expect(ended.state).toBe('cancelled');
+});
+
+test('a long-poll claim is woken by NOTIFY when a job arrives', async () => {
+  const w = await t.client.register({ name: 'lp', queues: ['lp'] });
+  const started = Date.now();
+  const claim = t.client.claim(w.id, 1, 10_000);
+  await new Promise((r) => setTimeout(r, 200));
+  const job = await t.client.enqueue({ command: ['true'], queue: 'lp' });
+  const { jobs } = await claim;
+  expect(jobs.map((j) => j.id)).toEqual([job.id]);
+  expect(Date.now() - started).toBeLessThan(9_000);
+});
