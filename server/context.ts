@@ -11,4 +11,6 @@ export interface AppContext {
   config: ServerConfig;
   log: Logger;
   metrics: Metrics;
+  /** Aborted when the server starts to close: long-polls answer at once, empty. */
+  closing: AbortSignal;
 }

@@ -26,7 +26,8 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const hub = new NotifyHub(config.databaseUrl, log);
   await hub.start();
   const metrics = createMetrics();
-  const app = createApp({ db, hub, config, log, metrics });
+  const closing = new AbortController();
+  const app = createApp({ db, hub, config, log, metrics, closing: closing.signal });
   const loops: Loop[] = [
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {
       for (const job of await reapExpiredLeases(trx)) {
@@ -45,13 +46,10 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
     url,
     port,
     async close() {
+      closing.abort();
       await Promise.all(loops.map((l) => l.stop()));
       await hub.close();
-      server.closeIdleConnections();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        setTimeout(() => server.closeAllConnections(), 2000).unref();
-      });
+      await closeHttp(server);
       await db.destroy();
       log.info('skipjack server stopped');
     },
@@ -63,4 +61,14 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
     const server = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(server)));
     server.keepAliveTimeout = 65_000;
   });
+}
+
+// Keep-alive sockets become idle as their last response ends; close each as it does, and cut
+// whatever is still open after a grace.
+async function closeHttp(server: Server): Promise<void> {
+  const sweep = setInterval(() => server.closeIdleConnections(), 20);
+  const cut = setTimeout(() => server.closeAllConnections(), 2000);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  clearInterval(sweep);
+  clearTimeout(cut);
 }

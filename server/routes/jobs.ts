@@ -102,6 +102,7 @@ async function followLogs(ctx: AppContext, id: number, res: Response) {
     const state = (await getJob(ctx.db, id)).state as JobState;
     const chunks = await readLogs(ctx.db, id, { afterRun: pos.run, afterOffset: pos.offset });
     for (const c of chunks) {
+      if (c.attempt !== pos.run && pos.run !== 0) res.write(`--- run ${c.attempt} ---\n`);
       res.write(c.data);
       pos = { run: c.attempt, offset: c.byte_offset + c.data.length };
     }

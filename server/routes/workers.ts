@@ -80,9 +80,11 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
   // The response's close, not the request's: a request closes once its body has been read.
   const onClose = () => abort.abort();
   res.on('close', onClose);
+  ctx.closing.addEventListener('abort', onClose);
   const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
   try {
     for (;;) {
+      if (abort.signal.aborted) return [];
       const seq = ctx.hub.jobsSeq;
       const jobs = await claimJobs(ctx.db, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
       const left = deadline - Date.now();
@@ -91,6 +93,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     }
   } finally {
     res.off('close', onClose);
+    ctx.closing.removeEventListener('abort', onClose);
     stopOnDrain();
   }
 }

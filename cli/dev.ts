@@ -1,0 +1,34 @@
+// `skipjack dev` (what `npm start` runs): a server and one local worker, on an embedded
+// PostgreSQL unless DATABASE_URL names one.
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { configFromEnv } from '../server/config.js';
+import { startEmbeddedPostgres, type EmbeddedDb } from '../server/embedded-postgres.js';
+import { startServer } from '../server/main.js';
+import { WorkerAgent } from '../worker/agent.js';
+import { onStopSignals } from './signals.js';
+
+export async function runDev(opts: { slots: number; port?: number }, log: Logger): Promise<void> {
+  let embedded: EmbeddedDb | undefined;
+  let databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    const dataDir = resolve(process.env.SKIPJACK_DATA_DIR ?? '.skipjack/pg');
+    const port = Number(process.env.SKIPJACK_PG_PORT ?? 54329);
+    log.info({ dataDir, port }, 'DATABASE_URL is not set; starting an embedded PostgreSQL');
+    embedded = await startEmbeddedPostgres({ dataDir, port, onLog: (line) => log.debug({ postgres: line }) });
+    databaseUrl = embedded.url;
+  }
+  const config = configFromEnv(process.env, { databaseUrl, ...(opts.port !== undefined ? { port: opts.port } : {}) });
+  const server = await startServer(config, log);
+  const worker = new WorkerAgent({ serverUrl: server.url, name: 'local', capacity: { slots: opts.slots }, log });
+  await worker.start();
+  process.stdout.write(
+    `\nSkipjack is running at ${server.url} (dashboard: ${server.url}/)\n` +
+      `Try:\n  npx skipjack enqueue --wait -- sh -c 'echo hello from skipjack'\n` +
+      `  curl -s -X POST ${server.url}/jobs -H 'content-type: application/json' -d '{"command":["sh","-c","echo hi"]}'\n` +
+      `Ctrl-C drains the worker and stops; a second Ctrl-C stops running jobs at once.\n\n`,
+  );
+  await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());
+  await server.close();
+  await embedded?.stop();
+}

@@ -1,0 +1,82 @@
+// Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain.
+import type { SkipjackClient } from '../protocol/client.js';
+import type { EnqueueJob } from '../protocol/schemas.js';
+import type { JobView } from '../protocol/types.js';
+
+export interface EnqueueFlags {
+  queue?: string;
+  priority?: number;
+  env?: Record<string, string>;
+  secretEnv?: Record<string, string>;
+  cwd?: string;
+  timeout?: number;
+  maxAttempts?: number;
+  runAt?: string;
+  idempotencyKey?: string;
+  region?: string[];
+  cpu?: number;
+  memory?: number;
+  disk?: number;
+  label?: Record<string, string>;
+  wait?: boolean;
+  json?: boolean;
+}
+
+export function toEnqueueJob(command: string[], f: EnqueueFlags): EnqueueJob {
+  const resources = f.cpu || f.memory || f.disk ? { cpu: f.cpu, memoryMb: f.memory, diskMb: f.disk } : undefined;
+  const constraints = f.region || resources || f.label
+    ? { region: f.region && (f.region.length === 1 ? f.region[0] : f.region), resources, labels: f.label }
+    : undefined;
+  return {
+    command,
+    queue: f.queue,
+    priority: f.priority,
+    env: { ...f.env, ...f.secretEnv },
+    secretEnv: f.secretEnv ? Object.keys(f.secretEnv) : undefined,
+    cwd: f.cwd,
+    timeoutSeconds: f.timeout,
+    maxAttempts: f.maxAttempts,
+    runAt: f.runAt,
+    idempotencyKey: f.idempotencyKey,
+    constraints,
+  };
+}
+
+/** Enqueues; with --wait streams the output and returns the job's exit code for the CLI to exit with. */
+export async function enqueue(client: SkipjackClient, command: string[], f: EnqueueFlags): Promise<number> {
+  const job = await client.enqueue(toEnqueueJob(command, f));
+  if (!f.wait) {
+    process.stdout.write(f.json ? JSON.stringify(job, null, 2) + '\n' : `${job.id}\n`);
+    return 0;
+  }
+  process.stderr.write(`job ${job.id} enqueued; waiting for it\n`);
+  await followLogs(client, job.id);
+  const final = await client.getJob(job.id);
+  process.stderr.write(`job ${job.id} ${describeEnd(final)}\n`);
+  return exitCodeOf(final);
+}
+
+export async function followLogs(client: SkipjackClient, id: number): Promise<void> {
+  // The follow stream ends when the job does; a dropped connection resumes after the bytes seen.
+  const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
+  if (!res.ok || !res.body) throw new Error(`logs: HTTP ${res.status} ${await res.text()}`);
+  for await (const chunk of res.body) process.stdout.write(chunk);
+}
+
+export function describeEnd(job: JobView): string {
+  const how = job.signal ? `signal ${job.signal}` : job.exitCode !== null ? `exit code ${job.exitCode}` : job.endReason ?? '';
+  return `${job.state}${how ? ` (${how})` : ''}${job.error ? `: ${job.error}` : ''}`;
+}
+
+/** The job's own exit code; 128+n for a signal, as shells report it; 1 for any other failure. */
+export function exitCodeOf(job: JobView): number {
+  if (job.state === 'succeeded') return 0;
+  if (job.exitCode !== null && job.exitCode !== 0) return job.exitCode;
+  if (job.signal) return 128 + (signalNumber(job.signal) ?? 15);
+  return 1;
+}
+
+function signalNumber(name: string): number | undefined {
+  const numbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+  return numbers[name];
+}

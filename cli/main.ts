@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+// The skipjack command line.
+import { Command, Option } from 'commander';
+import pino from 'pino';
+import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/client.js';
+import { configFromEnv } from '../server/config.js';
+import { createDb, migrateToLatest } from '../server/db.js';
+import { startServer } from '../server/main.js';
+import { WorkerAgent } from '../worker/agent.js';
+import { runDev } from './dev.js';
+import { describeEnd, enqueue, followLogs, type EnqueueFlags } from './jobs.js';
+import { collect, duration, int, keyValue } from './options.js';
+import { onStopSignals } from './signals.js';
+
+const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2));
+const program = new Command('skipjack')
+  .description('A Postgres-backed job orchestrator: enqueue commands, run them on workers, see why they wait.')
+  .version('0.1.0')
+  .addOption(new Option('--server <url>', 'server URL').env('SKIPJACK_URL').default('http://127.0.0.1:7070'))
+  .addOption(new Option('--token <token>', 'bearer token').env('SKIPJACK_TOKEN'))
+  .showHelpAfterError();
+
+const client = () => {
+  const o = program.opts<{ server: string; token?: string }>();
+  return new SkipjackClient({ baseUrl: o.server, token: o.token });
+};
+const printJson = (v: unknown) => process.stdout.write(JSON.stringify(v, null, 2) + '\n');
+
+program.command('dev')
+  .description('run a server and one local worker (embedded PostgreSQL unless DATABASE_URL is set)')
+  .option('--slots <n>', 'jobs the local worker runs at once', int, 4)
+  .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
+  .action(async (o) => runDev(o, log));
+
+program.command('server')
+  .description('run the API server and its background loops (needs DATABASE_URL)')
+  .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
+  .option('--host <host>', 'address to bind (default $HOST or 127.0.0.1)')
+  .action(async (o) => {
+    const config = configFromEnv(process.env, { ...(o.port !== undefined ? { port: o.port } : {}), ...(o.host ? { host: o.host } : {}) });
+    const server = await startServer(config, log);
+    await onStopSignals(log, () => server.close(), () => process.exit(1));
+  });
+
+program.command('worker')
+  .description('run a worker agent that claims and runs jobs')
+  .option('--name <name>', 'worker name (default: hostname)')
+  .option('--region <region>', 'region this worker is in')
+  .option('--label <key=value>', 'a label (repeatable)', keyValue)
+  .option('--cpu <millicores>', 'CPU capacity in millicores', int, 1000)
+  .option('--memory <mb>', 'memory capacity in MB', int, 1024)
+  .option('--disk <mb>', 'disk capacity in MB', int, 10_240)
+  .option('--slots <n>', 'jobs run at once', int, 4)
+  .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
+  .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
+  .option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued', duration, 60)
+  .action(async (o) => {
+    const { server, token } = program.opts();
+    const worker = new WorkerAgent({
+      serverUrl: server, token, name: o.name, region: o.region, labels: o.label, queues: o.queue, allow: o.allow,
+      capacity: { cpu: o.cpu, memoryMb: o.memory, diskMb: o.disk, slots: o.slots },
+      drainTimeoutMs: o.drainTimeout * 1000, log,
+    });
+    await worker.start();
+    await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());
+  });
+
+program.command('migrate')
+  .description('apply database migrations (the server also does this when it starts)')
+  .action(async () => {
+    const { db } = createDb(configFromEnv().databaseUrl || fail('DATABASE_URL is not set'));
+    const applied = await migrateToLatest(db);
+    await db.destroy();
+    process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'already up to date\n');
+  });
+
+program.command('enqueue')
+  .description('enqueue a command: skipjack enqueue [options] -- CMD ARGS...')
+  .argument('<command...>', 'the program and its arguments (no shell; use sh -c for one)')
+  .option('-q, --queue <name>', 'queue')
+  .option('-p, --priority <n>', 'higher runs first', int)
+  .option('-e, --env <key=value>', 'environment variable (repeatable)', keyValue)
+  .option('--secret-env <key=value>', 'environment variable hidden from status and logs (repeatable)', keyValue)
+  .option('--cwd <dir>', 'working directory on the worker')
+  .option('-t, --timeout <duration>', 'kill the job after this long (e.g. 30s, 5m)', duration)
+  .option('--max-attempts <n>', 'attempts before the job fails (default 3)', int)
+  .option('--run-at <iso-time>', 'do not start before this time')
+  .option('--idempotency-key <key>', 'a repeat with the same key returns the first job')
+  .option('--region <region>', 'hard constraint: run only in this region (repeatable: one of)', collect)
+  .option('--cpu <millicores>', 'CPU the job needs', int)
+  .option('--memory <mb>', 'memory the job needs', int)
+  .option('--disk <mb>', 'disk the job needs', int)
+  .option('--label <key=value>', 'hard constraint: worker label (repeatable)', keyValue)
+  .option('-w, --wait', 'wait for the job, stream its output, and exit with its exit code')
+  .option('--json', 'print the whole job as JSON')
+  .action(async (command: string[], o: EnqueueFlags) => {
+    process.exitCode = await enqueue(client(), command, o);
+  });
+
+program.command('status').description('show a job').argument('<id>', 'job id', int)
+  .action(async (id: number) => {
+    const job = await client().getJob(id);
+    printJson(job);
+    process.stderr.write(`job ${id}: ${describeEnd(job)}\n`);
+  });
+
+program.command('logs').description("print a job's output").argument('<id>', 'job id', int)
+  .option('-f, --follow', 'stream output until the job ends')
+  .action(async (id: number, o: { follow?: boolean }) => {
+    if (o.follow) await followLogs(client(), id);
+    else process.stdout.write(await client().logs(id));
+  });
+
+program.command('cancel').description('cancel a job (a running one is killed by its worker)').argument('<id>', 'job id', int)
+  .action(async (id: number) => {
+    const job = await client().cancel(id);
+    process.stdout.write(job.state === 'cancelled' ? `job ${id} cancelled\n` : `job ${id}: cancel requested; its worker will stop it\n`);
+  });
+
+program.command('workers').description('list live workers').action(async () => { printJson((await client().workers()).workers); });
+
+program.command('drain').description('ask a worker to stop claiming and finish its jobs').argument('<worker-id>')
+  .action(async (id: string) => {
+    await client().drain(id);
+    process.stdout.write(`worker ${id} draining\n`);
+  });
+
+function fail(message: string): never {
+  process.stderr.write(`skipjack: ${message}\n`);
+  process.exit(2);
+}
+
+program.parseAsync().catch((err: unknown) => {
+  if (err instanceof ApiRequestError || err instanceof UnreachableError) fail(err.message);
+  log.error({ err }, 'failed');
+  process.exit(1);
+});

@@ -1,0 +1,102 @@
+// The worker agent end to end: real server, real Postgres, real child processes.
+import { WorkerAgent } from '../../worker/agent.js';
+import { startServer } from '../../server/main.js';
+import { startTestServer, until, quietLog, type TestServer } from '../support/server.js';
+import type { JobView } from '../../protocol/types.js';
+
+let t: TestServer;
+const workers: WorkerAgent[] = [];
+beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1500 }); });
+afterEach(async () => { await Promise.all(workers.splice(0).map((w) => w.shutdown())); });
+afterAll(async () => { await t.close(); });
+
+async function startWorker(queue: string, serverUrl = t.server.url, extra: Partial<ConstructorParameters<typeof WorkerAgent>[0]> = {}) {
+  const w = new WorkerAgent({ serverUrl, name: `w-${queue}`, queues: [queue], pollWaitMs: 2000, drainTimeoutMs: 5000, log: quietLog, ...extra });
+  await w.start();
+  workers.push(w);
+  return w;
+}
+
+const finished = (id: number, timeoutMs = 20_000) =>
+  until(`job ${id} to finish`, async () => {
+    const j = await t.client.getJob(id);
+    return ['succeeded', 'failed', 'cancelled'].includes(j.state) ? j : undefined;
+  }, timeoutMs);
+
+test('enqueue → claim → run → succeeded, with stdout and stderr captured', async () => {
+  await startWorker('e2e');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo out; echo err >&2; echo "$GREETING"'], env: { GREETING: 'hej' }, queue: 'e2e' });
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'succeeded', exitCode: 0, attempts: 1, endReason: 'exited' });
+  const logs = await t.client.logs(job.id);
+  expect(logs.split('\n').sort()).toEqual(['', 'err', 'hej', 'out']);
+});
+
+test('a non-zero exit is reported and retried up to maxAttempts', async () => {
+  await startWorker('exit');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo try; exit 7'], queue: 'exit', maxAttempts: 2, retryBackoffSeconds: 0.1 });
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'failed', exitCode: 7, attempts: 2 });
+  expect(await t.client.logs(job.id)).toBe('--- run 1 ---\ntry\n--- run 2 ---\ntry\n');
+});
+
+test('a timeout kills the job', async () => {
+  await startWorker('timeout');
+  const job = await t.client.enqueue({ command: ['sleep', '30'], queue: 'timeout', timeoutSeconds: 0.5, killGraceSeconds: 1, maxAttempts: 1 });
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'failed', endReason: 'timed_out', signal: 'SIGTERM' });
+});
+
+test('cancel of a running job kills it, keeps its output, and ends it cancelled', async () => {
+  await startWorker('cancel');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo started; exec sleep 30'], queue: 'cancel' });
+  await until('output', async () => (await t.client.logs(job.id)).includes('started'));
+  await t.client.cancel(job.id);
+  const done = await finished(job.id, 10_000);
+  expect(done).toMatchObject({ state: 'cancelled', endReason: 'cancelled' });
+  expect(await t.client.logs(job.id)).toBe('started\n');
+});
+
+test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
+  const w = await startWorker('spawn');
+  const job = await t.client.enqueue({ command: ['/no/such/program'], queue: 'spawn', maxAttempts: 1 });
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'failed', endReason: 'spawn_failed' });
+  expect(done.error).toMatch(/ENOENT/);
+  const next = await t.client.enqueue({ command: ['true'], queue: 'spawn' });
+  expect((await finished(next.id)).state).toBe('succeeded');
+  expect(w.runningJobIds).toEqual([]);
+});
+
+test('running jobs survive a server restart and are released correctly after it', async () => {
+  // A second server over the same database, on a fixed port, so the worker can find it again.
+  const first = await startServer({ ...t.config, port: 0 }, quietLog);
+  const port = first.port;
+  await startWorker('restart', first.url, { pollWaitMs: 500 });
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo before; sleep 2; echo after'], queue: 'restart' });
+  await until('job running', async () => (await t.client.getJob(job.id)).state === 'running');
+  await first.close();
+  await new Promise((r) => setTimeout(r, 300));
+  // The server is down while the job runs on; it must still be running when the next one starts.
+  expect((await t.client.getJob(job.id)).state).toBe('running');
+  const second = await startServer({ ...t.config, port }, quietLog);
+  try {
+    const done: JobView = await finished(job.id);
+    expect(done).toMatchObject({ state: 'succeeded', exitCode: 0, attempts: 1 });
+    expect(await t.client.logs(job.id)).toBe('before\nafter\n');
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+    await second.close();
+  }
+});
+
+test('drain: the worker stops claiming, finishes its job, and deregisters', async () => {
+  const w = await startWorker('drain');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'sleep 0.5; echo done'], queue: 'drain' });
+  await until('job running', async () => (await t.client.getJob(job.id)).state === 'running');
+  await t.client.drain(w.workerId);
+  const queued = await t.client.enqueue({ command: ['true'], queue: 'drain' });
+  expect((await finished(job.id)).state).toBe('succeeded');
+  await until('worker gone', async () => (await t.client.workers()).workers.every((x) => x.id !== w.workerId));
+  expect((await t.client.getJob(queued.id)).state).toBe('pending');
+});

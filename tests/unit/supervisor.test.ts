@@ -1,0 +1,275 @@
+/**
+ * The supervisor against real processes: group kills, kill escalation, leftovers after the main
+ * process exits, spawn failures, exit status, env and cwd. Output handling is in
+ * supervisor-output.test.ts.
+ *
+ * Dead processes are judged by /proc, not by kill(-pgid, 0): on a host whose PID 1 does not reap
+ * orphans, a killed grandchild stays a zombie in its group forever, and kill(pid, 0) succeeds on it.
+ */
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  buildJobEnv,
+  superviseProcess,
+  type OutputChunk,
+  type ProcessSpec,
+  type SupervisedProcess,
+} from '../../worker/supervisor.js';
+
+const started: SupervisedProcess[] = [];
+const escapedPids: number[] = [];
+let scratch: string;
+
+beforeEach(() => {
+  scratch = mkdtempSync(path.join(tmpdir(), 'skipjack-sup-'));
+});
+
+afterEach(async () => {
+  for (const proc of started.splice(0)) {
+    if (proc.pid !== undefined && liveGroupMembers(proc.pid).length > 0) process.kill(-proc.pid, 'SIGKILL');
+    await proc.done;
+  }
+  for (const pid of escapedPids.splice(0)) killQuietly(pid);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+function run(spec: ProcessSpec): { proc: SupervisedProcess; chunks: OutputChunk[] } {
+  const chunks: OutputChunk[] = [];
+  const proc = superviseProcess(spec, (chunk) => chunks.push(chunk));
+  started.push(proc);
+  return { proc, chunks };
+}
+
+function text(chunks: OutputChunk[]): string {
+  return Buffer.concat(chunks.map((c) => c.data)).toString();
+}
+
+async function waitForText(chunks: OutputChunk[], wanted: string): Promise<void> {
+  while (!text(chunks).includes(wanted)) await new Promise((r) => setTimeout(r, 10));
+}
+
+function procStat(pid: number | string): { state: string; pgid: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: state!, pgid: Number(pgrp) };
+  } catch {
+    return null;
+  }
+}
+
+function isLive(pid: number): boolean {
+  const stat = procStat(pid);
+  return stat !== null && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+function liveGroupMembers(pgid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => procStat(pid)?.pgid === pgid && isLive(pid));
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+// Timers may fire a few ms early relative to performance.now(); lower bounds allow for that.
+const TIMER_SLACK_MS = 50;
+
+describe('kill escalation', () => {
+  test('cancel kills every process in the job group, not only the main one', async () => {
+    const { proc, chunks } = run({
+      command: ['sh', '-c', 'sleep 1000 & sleep 1000 & echo ready; wait'],
+      killGraceSeconds: 0.3,
+    });
+    await waitForText(chunks, 'ready');
+    const pgid = proc.pid!;
+    expect(liveGroupMembers(pgid)).toHaveLength(3);
+
+    proc.cancel();
+    const result = await proc.done;
+
+    expect(result).toMatchObject({ reason: 'cancelled', exitCode: null, signal: 'SIGTERM', warnings: [] });
+    expect(liveGroupMembers(pgid)).toEqual([]);
+  });
+
+  test('timeout sends the stop signal, then SIGKILL to the group after the grace', async () => {
+    // An ignored signal stays ignored across exec, so the sleeps ignore TERM too.
+    const { proc } = run({
+      command: ['sh', '-c', 'trap "" TERM; sleep 1000 & while :; do sleep 0.1; done'],
+      timeoutSeconds: 0.5,
+      killGraceSeconds: 0.3,
+    });
+    const pgid = proc.pid!;
+    const result = await proc.done;
+
+    expect(result).toMatchObject({ reason: 'timed_out', exitCode: null, signal: 'SIGKILL', warnings: [] });
+    expect(result.durationMs).toBeGreaterThanOrEqual(500 + 300 - TIMER_SLACK_MS);
+    expect(liveGroupMembers(pgid)).toEqual([]);
+  });
+
+  test('a process that obeys the stop signal ends with it, without waiting for the grace', async () => {
+    const { proc } = run({ command: ['sleep', '1000'], timeoutSeconds: 0.2, killGraceSeconds: 30 });
+    const result = await proc.done;
+    expect(result).toMatchObject({ reason: 'timed_out', exitCode: null, signal: 'SIGTERM' });
+  }, 10_000);
+
+  test('killSignal chooses the first signal', async () => {
+    const { proc } = run({ command: ['sleep', '1000'], killSignal: 'SIGINT', killGraceSeconds: 30 });
+    proc.cancel();
+    expect(await proc.done).toMatchObject({ reason: 'cancelled', signal: 'SIGINT' });
+  }, 10_000);
+
+  test('stop(shutdown) reports shutdown; the first reason wins', async () => {
+    const { proc } = run({ command: ['sleep', '1000'], killGraceSeconds: 0.3 });
+    proc.stop('shutdown');
+    proc.cancel();
+    expect(await proc.done).toMatchObject({ reason: 'shutdown', signal: 'SIGTERM' });
+  });
+
+  test('cancel after the process exited changes nothing', async () => {
+    const { proc } = run({ command: ['sh', '-c', 'exit 5'] });
+    const result = await proc.done;
+    proc.cancel();
+    proc.cancel();
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 5, signal: null });
+    expect(await proc.done).toBe(result);
+  });
+});
+
+describe('leftovers after the main process exits', () => {
+  test('done resolves although a grandchild holds stdout, and the grandchild is killed', async () => {
+    const { proc, chunks } = run({ command: ['sh', '-c', 'sleep 1000 & echo $!; exit 3'], killGraceSeconds: 0.3 });
+    const pgid = proc.pid!;
+    const result = await proc.done;
+    const grandchild = Number(text(chunks).trim());
+
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 3, signal: null, warnings: [] });
+    expect(grandchild).toBeGreaterThan(0);
+    expect(isLive(grandchild)).toBe(false);
+    expect(liveGroupMembers(pgid)).toEqual([]);
+  }, 10_000);
+
+  test('a leftover that ignores the stop signal is SIGKILLed after the grace', async () => {
+    const { proc, chunks } = run({
+      command: ['sh', '-c', '(trap "" TERM; exec sleep 1000) & echo $!; exit 0'],
+      killGraceSeconds: 0.3,
+    });
+    const result = await proc.done;
+    const grandchild = Number(text(chunks).trim());
+
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0, signal: null, warnings: [] });
+    expect(result.durationMs).toBeGreaterThanOrEqual(300 - TIMER_SLACK_MS);
+    expect(isLive(grandchild)).toBe(false);
+  }, 10_000);
+
+  test('a process that left the group cannot hold done open through the pipes', async () => {
+    // The main shell waits until the child has its own session, so the group kill cannot reach it.
+    const script = 'setsid sleep 1000 & echo $!; while [ "$(cut -d" " -f5 /proc/$!/stat)" = "$$" ]; do sleep 0.01; done';
+    const { proc, chunks } = run({ command: ['sh', '-c', script], killGraceSeconds: 0.3, outputDrainSeconds: 0.3 });
+    const result = await proc.done;
+    const escaped = Number(text(chunks).trim());
+    escapedPids.push(escaped);
+
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
+    expect(result.warnings.join('\n')).toMatch(/output pipes still open/);
+    expect(isLive(escaped)).toBe(true); // out of a process group's reach, as documented
+  }, 10_000);
+});
+
+describe('spawn failures', () => {
+  test.each([
+    ['a command not on PATH', ['skipjack-no-such-command-xyz'], /ENOENT/],
+    ['a missing absolute path', ['/nonexistent/skipjack/bin'], /ENOENT/],
+    ['an empty command', [], /command is empty/],
+  ])('%s resolves spawn_failed', async (_name, command, message) => {
+    const { proc } = run({ command });
+    const result = await proc.done;
+    expect(proc.pid).toBeUndefined();
+    expect(result).toMatchObject({ reason: 'spawn_failed', exitCode: null, signal: null, outputBytes: 0 });
+    expect(result.error).toMatch(message);
+    proc.cancel(); // harmless
+  });
+
+  test('a file without execute permission resolves spawn_failed with EACCES', async () => {
+    const script = path.join(scratch, 'not-executable.sh');
+    writeFileSync(script, '#!/bin/sh\necho hi\n');
+    chmodSync(script, 0o644);
+    const result = await run({ command: [script] }).proc.done;
+    expect(result.reason).toBe('spawn_failed');
+    expect(result.error).toMatch(/EACCES/);
+  });
+
+  test('a missing working directory resolves spawn_failed and names the directory', async () => {
+    const cwd = path.join(scratch, 'missing');
+    const result = await run({ command: ['true'], cwd }).proc.done;
+    expect(result.reason).toBe('spawn_failed');
+    expect(result.error).toBe(`working directory ${cwd} does not exist`);
+  });
+
+  test('a working directory that is a file resolves spawn_failed', async () => {
+    const file = path.join(scratch, 'file');
+    writeFileSync(file, '');
+    const result = await run({ command: ['true'], cwd: file }).proc.done;
+    expect(result).toMatchObject({ reason: 'spawn_failed', error: `working directory ${file} is not a directory` });
+  });
+
+  test('an unknown kill signal is refused before anything runs', async () => {
+    const result = await run({ command: ['true'], killSignal: 'SIGNOPE' as NodeJS.Signals }).proc.done;
+    expect(result).toMatchObject({ reason: 'spawn_failed', error: 'unknown killSignal SIGNOPE' });
+  });
+});
+
+describe('exit status, env and cwd', () => {
+  test.each([
+    ['exit 0', 0, null],
+    ['exit 42', 42, null],
+    ['kill -USR1 $$', null, 'SIGUSR1'],
+  ])('sh -c "%s" reports exitCode %p, signal %p', async (script, exitCode, signal) => {
+    const result = await run({ command: ['sh', '-c', script] }).proc.done;
+    expect(result).toMatchObject({ reason: 'exited', exitCode, signal });
+  });
+
+  test('a job finishing before its timeout is not touched by it', async () => {
+    const result = await run({ command: ['sh', '-c', 'exit 0'], timeoutSeconds: 30 }).proc.done;
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
+  });
+
+  test('the job gets its env and cwd, and none of the worker env beyond the basics', async () => {
+    process.env.SKIPJACK_TEST_WORKER_SECRET = 'hunter2';
+    try {
+      const script = 'printf "%s|%s|%s|%s" "$FOO" "${SKIPJACK_TEST_WORKER_SECRET-unset}" "$(pwd -P)" "$HOME"';
+      const { proc, chunks } = run({
+        command: ['sh', '-c', script],
+        env: { FOO: 'bar baz', HOME: '/tmp/skipjack-home' },
+        cwd: scratch,
+      });
+      await proc.done;
+      expect(text(chunks)).toBe(`bar baz|unset|${realpathSync(scratch)}|/tmp/skipjack-home`);
+    } finally {
+      delete process.env.SKIPJACK_TEST_WORKER_SECRET;
+    }
+  });
+
+  test('buildJobEnv keeps only the inherited basics, and falls back to a standard PATH', () => {
+    const parent = { PATH: '/opt/bin', HOME: '/h', LC_ALL: 'C', DATABASE_URL: 'postgres://x', SKIPJACK_TOKEN: 't' };
+    expect(buildJobEnv({ JOB: '1' }, parent)).toEqual({ PATH: '/opt/bin', HOME: '/h', LC_ALL: 'C', JOB: '1' });
+    expect(buildJobEnv({}, {}).PATH).toMatch(/\/usr\/bin/);
+  });
+
+  test('an onOutput that throws is reported, and supervision carries on', async () => {
+    const proc = superviseProcess({ command: ['sh', '-c', 'echo a; echo b >&2; exit 4'] }, () => {
+      throw new Error('shipper broke');
+    });
+    started.push(proc);
+    const result = await proc.done;
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 4, outputBytes: 4 });
+    expect(result.warnings).toEqual(['onOutput threw (further errors not reported): shipper broke']);
+  });
+});
