@@ -133,6 +133,16 @@ describe('kill escalation', () => {
     expect(await proc.done).toMatchObject({ reason: 'shutdown', signal: 'SIGTERM' });
   });
 
+  test('a job that handles the stop signal and exits 0 is still reported as cancelled', async () => {
+    const { proc, chunks } = run({
+      command: ['sh', '-c', 'trap "exit 0" TERM; echo ready; while :; do sleep 0.1; done'],
+      killGraceSeconds: 5,
+    });
+    await waitForText(chunks, 'ready');
+    proc.cancel();
+    expect(await proc.done).toMatchObject({ reason: 'cancelled', exitCode: 0, signal: null });
+  }, 10_000);
+
   test('cancel after the process exited changes nothing', async () => {
     const { proc } = run({ command: ['sh', '-c', 'exit 5'] });
     const result = await proc.done;
@@ -168,6 +178,27 @@ describe('leftovers after the main process exits', () => {
     expect(result.durationMs).toBeGreaterThanOrEqual(300 - TIMER_SLACK_MS);
     expect(isLive(grandchild)).toBe(false);
   }, 10_000);
+
+  test('a zombie left in the group does not keep done waiting', async () => {
+    // P forks C inside the group, then leaves the group (setsid) and never reaps: C's zombie stays
+    // a member of the group until P dies. The main shell exits once C is a zombie.
+    const inner = 'sleep 0.05 & echo $! > c.pid; exec setsid sleep 1000 >/dev/null 2>&1';
+    const script = [
+      `sh -c '${inner}' &`,
+      'P=$!; echo $P',
+      'while [ ! -s c.pid ] || [ "$(cut -d" " -f5 /proc/$P/stat)" = "$$" ]; do sleep 0.01; done',
+      'C=$(cat c.pid)',
+      'while [ "$(cut -d" " -f3 /proc/$C/stat)" != Z ]; do sleep 0.01; done',
+    ].join('\n');
+    const { proc, chunks } = run({ command: ['sh', '-c', script], cwd: scratch, killGraceSeconds: 0.3 });
+    const pgid = proc.pid!;
+    const result = await proc.done;
+    escapedPids.push(Number(text(chunks).trim()));
+    const zombie = Number(readFileSync(path.join(scratch, 'c.pid'), 'utf8'));
+
+    expect(procStat(zombie)).toEqual({ state: 'Z', pgid }); // the premise: a zombie is still in the group
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0, warnings: [] });
+  }, 20_000);
 
   test('a process that left the group cannot hold done open through the pipes', async () => {
     // The main shell waits until the child has its own session, so the group kill cannot reach it.
