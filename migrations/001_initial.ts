@@ -46,12 +46,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       restart jsonb,
       -- Constraints flattened for the claim query, so filters run in SQL.
       regions text[],
+      -- NULL: any region; the region itself for a single-region job; '*' for a set (checked against regions).
+      region_key text GENERATED ALWAYS AS (
+        CASE WHEN regions IS NULL THEN NULL WHEN cardinality(regions) = 1 THEN regions[1] ELSE '*' END) STORED,
       need_cpu integer NOT NULL DEFAULT 0,
       need_memory_mb integer NOT NULL DEFAULT 0,
       need_disk_mb integer NOT NULL DEFAULT 0,
       label_selector jsonb,
       placement_deadline_at timestamptz,
       worker_id uuid REFERENCES workers (id),
+      assigned_at timestamptz,
       lease_token uuid,
       lease_expires_at timestamptz,
       cancel_requested boolean NOT NULL DEFAULT false,
@@ -67,8 +71,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       CHECK ((state = 'running') = (lease_token IS NOT NULL))
     );
 
-    -- The claim path: only pending rows, already in claim order.
-    CREATE INDEX jobs_pending_claim_idx ON jobs (queue, priority DESC, run_at, id) WHERE state = 'pending';
+    -- The claim path: only pending rows, per queue and region, already in claim order, so jobs
+    -- for other regions cost a claim nothing however many of them wait.
+    CREATE INDEX jobs_pending_claim_idx ON jobs (queue, region_key, priority DESC, run_at, id) WHERE state = 'pending';
+    CREATE INDEX jobs_assigned_idx ON jobs (worker_id, assigned_at) WHERE state = 'assigned';
+    CREATE INDEX jobs_placement_deadline_idx ON jobs (placement_deadline_at) WHERE state = 'pending' AND placement_deadline_at IS NOT NULL;
     CREATE UNIQUE INDEX jobs_idempotency_key_idx ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
     -- Capacity accounting and the reaper look only at held jobs.
     CREATE INDEX jobs_held_idx ON jobs (worker_id) WHERE state IN ('running', 'assigned');

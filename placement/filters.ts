@@ -49,6 +49,14 @@ export const workerActiveFilter: Filter = {
   },
 };
 
+/** A worker takes jobs only from the queues it serves. The server always runs this one first. */
+export const queueFilter: Filter = {
+  name: 'queue',
+  check(job, worker) {
+    return !worker.queues || worker.queues.includes(job.queue) ? null : `queue ${job.queue} not served`;
+  },
+};
+
 /** The default order: cheap and fundamental first, so a region mismatch is reported as such, not as memory. */
 export const defaultFilters: readonly Filter[] = [workerActiveFilter, regionFilter, labelsFilter, resourcesFilter];
 

@@ -51,6 +51,8 @@ export interface PlacementWorker {
   allocated: Capacity;
   /** Epoch milliseconds. */
   lastSeenAt: number;
+  /** Queues it takes jobs from; absent means every queue. */
+  queues?: string[];
 }
 
 export interface PlacementContext {

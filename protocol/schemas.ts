@@ -121,7 +121,7 @@ export const appendLogsSchema = z.strictObject({
 });
 export type LogChunk = z.input<typeof logChunkSchema>;
 
-export const endReasons = ['exited', 'timed_out', 'cancelled', 'lost', 'spawn_failed', 'refused', 'crash_loop'] as const;
+export const endReasons = ['exited', 'timed_out', 'cancelled', 'lost', 'spawn_failed', 'refused', 'crash_loop', 'unplaceable'] as const;
 export type EndReason = (typeof endReasons)[number];
 
 export const releaseSchema = z.strictObject({

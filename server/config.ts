@@ -1,3 +1,5 @@
+import { readPlacementSpec } from './placement/settings.js';
+
 // Server settings, from the environment; every one has a default that works on a laptop.
 export interface ServerConfig {
   port: number;
@@ -11,6 +13,10 @@ export interface ServerConfig {
   /** Longest long-poll a claimer may ask for. */
   maxWaitMs: number;
   logLevel: string;
+  /** Placement settings as JSON (see server/placement/settings.ts); SKIPJACK_PLACEMENT. */
+  placement: unknown;
+  /** Overrides the settings' default mode: --placement pull|central. */
+  placementMode?: 'pull' | 'central';
 }
 
 const num = (v: string | undefined, fallback: number) => (v === undefined || v === '' ? fallback : Number(v));
@@ -26,6 +32,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
+    placement: readPlacementSpec(env.SKIPJACK_PLACEMENT),
     ...overrides,
   };
   for (const [k, v] of Object.entries(config)) {

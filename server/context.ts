@@ -4,6 +4,7 @@ import type { ServerConfig } from './config.js';
 import type { Db } from './db.js';
 import type { NotifyHub } from './notify.js';
 import type { Metrics } from './metrics.js';
+import type { PlacementSettings } from './placement/settings.js';
 
 export interface AppContext {
   db: Db;
@@ -11,6 +12,7 @@ export interface AppContext {
   config: ServerConfig;
   log: Logger;
   metrics: Metrics;
+  placement: PlacementSettings;
   /** Aborted when the server starts to close: long-polls answer at once, empty. */
   closing: AbortSignal;
 }

@@ -49,12 +49,14 @@ export interface JobsTable {
   preferences: ColumnType<unknown[] | null, string | null, string | null>;
   restart: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   regions: string[] | null;
+  region_key: Generated<string | null>;
   need_cpu: Generated<number>;
   need_memory_mb: Generated<number>;
   need_disk_mb: Generated<number>;
   label_selector: ColumnType<Record<string, string[]> | null, string | null, string | null>;
   placement_deadline_at: Timestamp | null;
   worker_id: string | null;
+  assigned_at: Timestamp | null;
   lease_token: string | null;
   lease_expires_at: Timestamp | null;
   cancel_requested: Generated<boolean>;

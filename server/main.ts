@@ -8,6 +8,8 @@ import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
 import { createMetrics } from './metrics.js';
 import { NotifyHub } from './notify.js';
+import { failMissedDeadlines, returnStaleAssignments, scheduleOnce } from './placement/scheduler.js';
+import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
 
 export interface RunningServer {
@@ -17,6 +19,7 @@ export interface RunningServer {
 }
 
 const REAPER_LOCK = 0x5e1ac0de;
+const SCHEDULER_LOCK = 0x5e1ac0df;
 
 export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
@@ -26,8 +29,9 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const hub = new NotifyHub(config.databaseUrl, log);
   await hub.start();
   const metrics = createMetrics();
+  const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
-  const app = createApp({ db, hub, config, log, metrics, closing: closing.signal });
+  const app = createApp({ db, hub, config, log, metrics, placement, closing: closing.signal });
   const loops: Loop[] = [
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {
       for (const job of await reapExpiredLeases(trx)) {
@@ -36,8 +40,20 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
       }
       const gone = await markSilentWorkersGone(trx, config.workerGoneAfterMs);
       if (gone.length > 0) log.warn({ workerIds: gone }, 'workers silent too long; marked gone');
+      for (const a of await returnStaleAssignments(trx, placement.assignTimeoutMs)) {
+        log.warn({ jobId: a.id, workerId: a.worker_id }, 'assignment not started in time; job back to pending');
+      }
+      for (const f of await failMissedDeadlines(trx, placement, config.workerGoneAfterMs)) {
+        log.warn({ jobId: f.id, error: f.error }, 'placement deadline missed; job failed');
+      }
     }),
   ];
+  if (hasCentralQueues(placement)) {
+    loops.push(startLeaderLoop(db, log, { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs }, async (trx) => {
+      const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);
+      for (const a of assigned) log.info({ jobId: a.jobId, workerId: a.workerId }, 'job assigned');
+    }));
+  }
   const server = await listen(app, config);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;

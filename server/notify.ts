@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 type Listener = (payload: string) => void;
-const channels = ['skipjack_jobs', 'skipjack_cancel', 'skipjack_drain', 'skipjack_logs'] as const;
+const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_cancel', 'skipjack_drain', 'skipjack_logs'] as const;
 export type Channel = (typeof channels)[number];
 
 export class NotifyHub {
@@ -56,6 +56,7 @@ export class NotifyHub {
 
   private dispatch(channel: Channel, payload: string) {
     if (channel === 'skipjack_jobs') return this.dispatchDue(payload);
+    if (channel === 'skipjack_assigned') this.jobsSeq++;
     for (const fn of [...(this.listeners.get(channel) ?? [])]) fn(payload);
   }
 
@@ -93,7 +94,13 @@ export class NotifyHub {
   /** Waits for a job wake-up after `sinceSeq`; at once if one already came. */
   waitForJobs(sinceSeq: number, ms: number, signal?: AbortSignal): Promise<boolean> {
     if (this.jobsSeq > sinceSeq || this.closed) return Promise.resolve(true);
-    return this.wait('skipjack_jobs', ms, () => true, signal);
+    return new Promise((resolve) => {
+      const abort = new AbortController();
+      const done = (woken: boolean) => { abort.abort(); resolve(woken); };
+      const linked = signal ? AbortSignal.any([signal, abort.signal]) : abort.signal;
+      this.wait('skipjack_jobs', ms, () => true, linked).then(done);
+      this.wait('skipjack_assigned', ms, () => true, linked).then(done);
+    });
   }
 
   async close(): Promise<void> {

@@ -39,7 +39,7 @@ export class OutputSequencer {
     const room = Math.max(0, this.capBytes - this.jobBytes);
     this.jobBytes += data.length;
     if (room > 0) this.deliver(stream, data.length <= room ? data : data.subarray(0, room));
-    if (data.length > room) {
+    if (data.length > room && !this.cut) {
       this.cut = true;
       this.deliver('system', truncationMarker(this.capBytes));
     }

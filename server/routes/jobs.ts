@@ -1,12 +1,15 @@
 // Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
 import { Router, type Response } from 'express';
-import { enqueueBatchSchema, enqueueJobSchema, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
+import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { availableJobs } from '../store/claims.js';
 import { toJobView } from '../store/job-view.js';
 import { cancelJob, enqueueJobs, getJob, listAttempts, listJobs } from '../store/jobs.js';
 import { readLogs } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
+import { HttpError } from '../errors.js';
+import { explainPlacement, unplaceableReasons, waitingReason } from '../placement/explain.js';
+import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
 
 const logsQuery = z.strictObject({
@@ -24,6 +27,7 @@ export function jobRoutes(ctx: AppContext): Router {
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
+    await refuseUnplaceable(ctx, jobs, batch);
     const results = await enqueueJobs(ctx.db, jobs);
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
@@ -38,7 +42,7 @@ export function jobRoutes(ctx: AppContext): Router {
   r.get('/jobs', async (req, res) => {
     if ('available' in req.query || 'worker' in req.query) {
       const q = parse(availableQuerySchema, req.query, 'query');
-      const jobs = await availableJobs(ctx.db, q.worker, q.limit);
+      const jobs = await availableJobs(ctx.db, ctx.placement, q.worker, q.limit);
       return void res.json({ jobs: jobs.map(toJobView) });
     }
     const q = parse(listJobsQuerySchema, req.query, 'query');
@@ -48,7 +52,15 @@ export function jobRoutes(ctx: AppContext): Router {
 
   r.get('/jobs/:id', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
-    res.json(toJobView(await getJob(ctx.db, id)));
+    const job = await getJob(ctx.db, id);
+    const view = toJobView(job);
+    if (job.state === 'pending') view.waitingReason = await waitingReason(ctx, job);
+    res.json(view);
+  });
+
+  r.get('/jobs/:id/placement', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    res.json(await explainPlacement(ctx, await getJob(ctx.db, id)));
   });
 
   r.get('/jobs/:id/attempts', async (req, res) => {
@@ -75,6 +87,27 @@ export function jobRoutes(ctx: AppContext): Router {
   });
 
   return r;
+}
+
+/**
+ * A job that no known worker could run even when idle is refused (422) with the grouped reasons,
+ * unless the client accepts the wait with allowUnplaceable. A batch is refused whole.
+ */
+async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean) {
+  const checked = jobs.map((job, index) => ({ job, index })).filter(({ job }) => !job.allowUnplaceable);
+  if (checked.length === 0) return;
+  const asPlacement = checked.map(({ job, index }) => toPlacementJob({
+    id: index + 1, queue: job.queue, priority: job.priority, created_at: new Date(),
+    constraints: job.constraints ?? null, preferences: job.preferences ?? null,
+  }));
+  const reasons = await unplaceableReasons(ctx, asPlacement);
+  const refused = checked.flatMap(({ index }, i) => (reasons[i] ? [{ index, reason: reasons[i]! }] : []));
+  if (refused.length === 0) return;
+  const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');
+  throw new HttpError(422, 'unplaceable', `${where(refused[0].index)}: no known worker could ever run this job: ${refused[0].reason}`, {
+    unplaceable: refused.map((r) => ({ path: where(r.index), reasons: r.reason })),
+    hint: 'set allowUnplaceable: true to enqueue it anyway and wait for such a worker',
+  });
 }
 
 type Chunk = { attempt: number; byte_offset: number; data: Buffer };

@@ -58,7 +58,7 @@ export function workerRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/claim', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const { workerId } = parse(claimOneSchema, req.body, 'body');
-    const job = await claimOne(ctx.db, workerId, id, ttl());
+    const job = await claimOne(ctx.db, ctx.placement, workerId, id, ttl());
     logClaims(ctx, workerId, [job]);
     res.json(toClaimedJob(job));
   });
@@ -86,7 +86,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     for (;;) {
       if (abort.signal.aborted) return [];
       const seq = ctx.hub.jobsSeq;
-      const jobs = await claimJobs(ctx.db, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+      const jobs = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
       const left = deadline - Date.now();
       if (jobs.length > 0 || left <= 0 || abort.signal.aborted) return jobs;
       await ctx.hub.waitForJobs(seq, left, abort.signal);

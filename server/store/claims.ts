@@ -1,7 +1,12 @@
-// Pull-mode claims: a worker takes pending jobs it may run, up to its free capacity.
-import { sql, type Transaction } from 'kysely';
+// Claims: a worker takes the jobs assigned to it (central mode) and pending jobs it may run
+// (pull mode), up to its free capacity.
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
 import type { Database, Db, JobRow, WorkerRow } from '../db.js';
 import { notFound, HttpError } from '../errors.js';
+import { toPlacementJob, toPlacementWorker, type PlacementJobRow } from '../placement/rows.js';
+import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
+import type { Allocation } from './workers.js';
 
 export interface ClaimOptions {
   max: number;
@@ -10,25 +15,29 @@ export interface ClaimOptions {
   jobId?: number;
 }
 
-type Candidate = Pick<JobRow, 'id' | 'need_cpu' | 'need_memory_mb' | 'need_disk_mb'> & {
-  alloc_cpu: number; alloc_memory_mb: number; alloc_disk_mb: number; alloc_slots: number;
-};
+type Candidate = PlacementJobRow & { alloc_cpu: number; alloc_memory_mb: number; alloc_disk_mb: number; alloc_slots: number };
 
 /**
- * Claims in one transaction: lock the worker row (so two claims by one worker cannot both
- * spend its free capacity), select fitting jobs with FOR UPDATE SKIP LOCKED (so claimers never
- * wait on each other), then take a prefix that fits cumulatively and start their leases.
+ * One transaction: lock the worker row (so two claims by one worker cannot both spend its free
+ * capacity), start what central mode assigned to it, then select pending jobs that fit with
+ * FOR UPDATE SKIP LOCKED (so claimers never wait on each other), let the placement filters
+ * and the capacity fit pick among them, and start their leases.
  */
-export async function claimJobs(db: Db, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
+export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
   return db.transaction().execute(async (trx) => {
     const worker = await lockWorker(trx, workerId);
     if (worker.state !== 'active') return [];
-    const candidates = await selectCandidates(trx, worker, opts);
-    const chosen = fitCumulatively(candidates, worker, opts.max);
-    if (chosen.length === 0) return [];
-    return startLeases(trx, worker.id, chosen, opts.leaseTtlMs);
+    const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.leaseTtlMs) : [];
+    const max = opts.max - assigned.length;
+    const queues = worker.queues.filter((q) => settings.modeFor(q) === 'pull');
+    if (max <= 0 || queues.length === 0) return assigned;
+    const candidates = await selectCandidates(trx, worker, queues, max, opts.jobId);
+    const chosen = choose(settings, worker, candidates, max);
+    if (chosen.length === 0) return assigned;
+    return [...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))];
   });
 }
+
 
 async function lockWorker(trx: Transaction<Database>, workerId: string): Promise<WorkerRow> {
   const row = (await sql<WorkerRow>`
@@ -37,64 +46,71 @@ async function lockWorker(trx: Transaction<Database>, workerId: string): Promise
   return row;
 }
 
-// Region, resources and labels are checked here, in SQL, so unsuitable jobs are skipped by the
-// database instead of being fetched; the statement runs after the worker lock, so it sees every
-// claim committed before ours.
-async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, opts: ClaimOptions): Promise<Candidate[]> {
+/**
+ * Region, resources and labels are checked in SQL. Each (queue, region kind) is its own branch
+ * over the pending index, so jobs bound to other regions are never read, however many wait.
+ * The statement runs after the worker lock, so its allocation sees every claim before ours.
+ */
+async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues: string[], max: number, jobId?: number): Promise<Candidate[]> {
   const labels = JSON.stringify(w.labels);
-  const onlyJob = opts.jobId === undefined ? sql`` : sql`AND j.id = ${opts.jobId}`;
+  const regionKinds: RawBuilder<unknown>[] = [sql`j.region_key IS NULL`, sql`j.region_key = '*' AND ${w.region}::text = ANY(j.regions)`];
+  if (w.region) regionKinds.push(sql`j.region_key = ${w.region}`);
+  const branches = queues.flatMap((queue) => regionKinds.map((region) => sql`
+    SELECT j.id, j.queue, j.priority, j.run_at, j.created_at, j.constraints, j.preferences,
+           alloc.cpu AS alloc_cpu, alloc.memory_mb AS alloc_memory_mb, alloc.disk_mb AS alloc_disk_mb, alloc.slots AS alloc_slots
+    FROM jobs j, alloc
+    WHERE j.state = 'pending' AND j.queue = ${queue} AND ${region} AND j.run_at <= now()
+      ${jobId === undefined ? sql`` : sql`AND j.id = ${jobId}`}
+      AND alloc.slots < ${w.slots}
+      AND j.need_cpu <= ${w.cpu} - alloc.cpu
+      AND j.need_memory_mb <= ${w.memory_mb} - alloc.memory_mb
+      AND j.need_disk_mb <= ${w.disk_mb} - alloc.disk_mb
+      AND (j.label_selector IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jsonb_each(j.label_selector) AS s(k, v) WHERE NOT coalesce(v ? (${labels}::jsonb ->> s.k), false)))
+    ORDER BY j.priority DESC, j.run_at, j.id
+    LIMIT ${max}
+    FOR UPDATE OF j SKIP LOCKED`));
+  // Locking is not allowed under UNION, so each branch is a CTE of its own.
+  const ctes = branches.map((b, i) => sql`, ${sql.raw(`b${i}`)} AS (${b})`);
+  const union = sql.join(branches.map((_, i) => sql.raw(`SELECT * FROM b${i}`)), sql` UNION ALL `);
   return (await sql<Candidate>`
     WITH alloc AS (
       SELECT coalesce(sum(need_cpu), 0)::int AS cpu, coalesce(sum(need_memory_mb), 0)::int AS memory_mb,
              coalesce(sum(need_disk_mb), 0)::int AS disk_mb, count(*)::int AS slots
       FROM jobs WHERE worker_id = ${w.id} AND state IN ('running', 'assigned')
-    )
-    SELECT j.id, j.need_cpu, j.need_memory_mb, j.need_disk_mb,
-           alloc.cpu AS alloc_cpu, alloc.memory_mb AS alloc_memory_mb, alloc.disk_mb AS alloc_disk_mb, alloc.slots AS alloc_slots
-    FROM jobs j, alloc
-    WHERE j.state = 'pending' AND j.queue = ANY(${w.queues}::text[]) AND j.run_at <= now() ${onlyJob}
-      AND alloc.slots < ${w.slots}
-      AND (j.regions IS NULL OR ${w.region}::text = ANY(j.regions))
-      AND j.need_cpu <= ${w.cpu} - alloc.cpu
-      AND j.need_memory_mb <= ${w.memory_mb} - alloc.memory_mb
-      AND j.need_disk_mb <= ${w.disk_mb} - alloc.disk_mb
-      AND (j.label_selector IS NULL OR NOT EXISTS (
-        SELECT 1 FROM jsonb_each(j.label_selector) AS s(k, v)
-        WHERE NOT coalesce(v ? (${labels}::jsonb ->> s.k), false)))
-    ORDER BY j.priority DESC, j.run_at, j.id
-    LIMIT ${opts.max}
-    FOR UPDATE OF j SKIP LOCKED`.execute(trx)).rows;
+    )${sql.join(ctes, sql``)}
+    SELECT * FROM (${union}) AS c
+    ORDER BY priority DESC, run_at, id
+    LIMIT ${max}`.execute(trx)).rows;
 }
 
-/** Takes candidates in claim order while the running total still fits the worker. */
-export function fitCumulatively(candidates: Candidate[], w: WorkerRow, max: number): Candidate[] {
+/** Every filter of the job's queue (plugins included), then the cumulative capacity fit. */
+function choose(settings: PlacementSettings, w: WorkerRow, candidates: Candidate[], max: number): PlacementJob[] {
   if (candidates.length === 0) return [];
-  const first = candidates[0];
-  const free = {
-    cpu: w.cpu - first.alloc_cpu,
-    mem: w.memory_mb - first.alloc_memory_mb,
-    disk: w.disk_mb - first.alloc_disk_mb,
-    slots: w.slots - first.alloc_slots,
-  };
-  const chosen: Candidate[] = [];
-  for (const c of candidates) {
-    if (chosen.length >= Math.min(max, free.slots)) break;
-    if (c.need_cpu > free.cpu || c.need_memory_mb > free.mem || c.need_disk_mb > free.disk) continue;
-    free.cpu -= c.need_cpu;
-    free.mem -= c.need_memory_mb;
-    free.disk -= c.need_disk_mb;
-    chosen.push(c);
-  }
-  return chosen;
+  const c0 = candidates[0];
+  const alloc: Allocation = { cpu: c0.alloc_cpu, memoryMb: c0.alloc_memory_mb, diskMb: c0.alloc_disk_mb, slots: c0.alloc_slots };
+  const worker = toPlacementWorker(w, alloc);
+  const ctx = { now: Date.now() };
+  const eligible = candidates.map(toPlacementJob).filter((job) => firstFailure(job, worker, settings.configFor(job.queue).filters, ctx) === null);
+  return rankJobsForWorker(eligible, worker, { filters: [], ctx, max }).claim;
 }
 
-async function startLeases(trx: Transaction<Database>, workerId: string, chosen: Candidate[], ttlMs: number) {
+async function startLeases(trx: Transaction<Database>, workerId: string, ids: number[], ttlMs: number) {
+  return leaseStart(trx, sql`id = ANY(${ids}::bigint[]) AND state = 'pending'`, workerId, ttlMs);
+}
+
+/** Central mode: the jobs the scheduler reserved on this worker start now. */
+async function startAssigned(trx: Transaction<Database>, workerId: string, ttlMs: number) {
+  return leaseStart(trx, sql`worker_id = ${workerId} AND state = 'assigned'`, workerId, ttlMs);
+}
+
+async function leaseStart(trx: Transaction<Database>, where: RawBuilder<unknown>, workerId: string, ttlMs: number) {
   return (await sql<JobRow>`
     WITH claimed AS (
       UPDATE jobs SET state = 'running', worker_id = ${workerId}, lease_token = gen_random_uuid(),
         lease_expires_at = now() + ${ttlMs} * interval '1 millisecond', attempts = attempts + 1, runs = runs + 1,
-        started_at = now(), waiting_reason = NULL, exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
-      WHERE id = ANY(${chosen.map((c) => c.id)}::bigint[])
+        started_at = now(), assigned_at = NULL, waiting_reason = NULL, exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
+      WHERE ${where}
       RETURNING *
     ), recorded AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id) SELECT id, runs, worker_id FROM claimed
@@ -103,8 +119,8 @@ async function startLeases(trx: Transaction<Database>, workerId: string, chosen:
 }
 
 /** The single-job claim: 409 when the job is taken, not pending, or does not fit this worker. */
-export async function claimOne(db: Db, workerId: string, jobId: number, leaseTtlMs: number): Promise<JobRow> {
-  const [row] = await claimJobs(db, workerId, { max: 1, leaseTtlMs, jobId });
+export async function claimOne(db: Db, settings: PlacementSettings, workerId: string, jobId: number, leaseTtlMs: number): Promise<JobRow> {
+  const [row] = await claimJobs(db, settings, workerId, { max: 1, leaseTtlMs, jobId });
   if (row) return row;
   const job = await db.selectFrom('jobs').select(['state']).where('id', '=', jobId).executeTakeFirst();
   if (!job) throw notFound(`job ${jobId}`);
@@ -112,11 +128,14 @@ export async function claimOne(db: Db, workerId: string, jobId: number, leaseTtl
 }
 
 /** The poll: pending jobs this worker could claim now, in claim order, without taking them. */
-export async function availableJobs(db: Db, workerId: string, limit: number): Promise<JobRow[]> {
+export async function availableJobs(db: Db, settings: PlacementSettings, workerId: string, limit: number): Promise<JobRow[]> {
   const w = (await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst()) as WorkerRow | undefined;
   if (!w) throw notFound(`worker ${workerId}`);
+  const queues = w.queues.filter((q) => settings.modeFor(q) === 'pull');
+  if (queues.length === 0) return [];
   return db.transaction().execute(async (trx) => {
-    const ids = (await selectCandidates(trx, w, { max: limit, leaseTtlMs: 0 })).map((c) => c.id);
+    const candidates = await selectCandidates(trx, w, queues, limit);
+    const ids = choose(settings, w, candidates, Infinity).map((j) => j.id);
     if (ids.length === 0) return [];
     return (await trx.selectFrom('jobs').selectAll().where('id', 'in', ids)
       .orderBy('priority', 'desc').orderBy('run_at').orderBy('id').execute()) as JobRow[];

@@ -66,8 +66,8 @@ test('an idempotency key makes a repeat return the first job', async () => {
 test('claim, heartbeat, log, release: the happy path, and fencing against a stale token', async () => {
   await sql`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE state = 'pending'`.execute(t.tdb.db);
   const w = await register();
-  const job = await t.client.enqueue({ command: ['echo', 'hi'], queue: 'fence' });
   const w2 = await t.client.register({ name: 'w2', queues: ['fence'] });
+  const job = await t.client.enqueue({ command: ['echo', 'hi'], queue: 'fence' });
   const { jobs } = await t.client.claim(w2.id, 5);
   expect(jobs.map((j) => j.id)).toEqual([job.id]);
   const lease = jobs[0].leaseToken;

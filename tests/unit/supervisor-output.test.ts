@@ -16,7 +16,7 @@ beforeEach(() => {
 afterEach(async () => {
   for (const proc of started.splice(0)) {
     if (proc.pid !== undefined && groupHasLiveMember(proc.pid)) process.kill(-proc.pid, 'SIGKILL');
-    await proc.done;
+    await Promise.race([proc.done, new Promise((r) => setTimeout(r, 5000).unref())]); // a broken supervisor must not hang cleanup
   }
   rmSync(scratch, { recursive: true, force: true });
 });

@@ -26,11 +26,11 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
+  for (const pid of escapedPids.splice(0)) killQuietly(pid);
   for (const proc of started.splice(0)) {
     if (proc.pid !== undefined && liveGroupMembers(proc.pid).length > 0) process.kill(-proc.pid, 'SIGKILL');
-    await proc.done;
+    await Promise.race([proc.done, new Promise((r) => setTimeout(r, 5000).unref())]); // a broken supervisor must not hang cleanup
   }
-  for (const pid of escapedPids.splice(0)) killQuietly(pid);
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -192,8 +192,9 @@ describe('leftovers after the main process exits', () => {
     ].join('\n');
     const { proc, chunks } = run({ command: ['sh', '-c', script], cwd: scratch, killGraceSeconds: 0.3 });
     const pgid = proc.pid!;
+    await waitForText(chunks, '\n');
+    escapedPids.push(Number(text(chunks).trim())); // before awaiting done, so cleanup has it either way
     const result = await proc.done;
-    escapedPids.push(Number(text(chunks).trim()));
     const zombie = Number(readFileSync(path.join(scratch, 'c.pid'), 'utf8'));
 
     expect(procStat(zombie)).toEqual({ state: 'Z', pgid }); // the premise: a zombie is still in the group
@@ -204,9 +205,10 @@ describe('leftovers after the main process exits', () => {
     // The main shell waits until the child has its own session, so the group kill cannot reach it.
     const script = 'setsid sleep 1000 & echo $!; while [ "$(cut -d" " -f5 /proc/$!/stat)" = "$$" ]; do sleep 0.01; done';
     const { proc, chunks } = run({ command: ['sh', '-c', script], killGraceSeconds: 0.3, outputDrainSeconds: 0.3 });
-    const result = await proc.done;
+    await waitForText(chunks, '\n');
     const escaped = Number(text(chunks).trim());
-    escapedPids.push(escaped);
+    escapedPids.push(escaped); // before awaiting done, so cleanup has it either way
+    const result = await proc.done;
 
     expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
     expect(result.warnings.join('\n')).toMatch(/output pipes still open/);

@@ -1,0 +1,52 @@
+// The explained "no": why a job cannot run anywhere, or why it is still waiting.
+import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob, type Verdict } from '../../placement/index.js';
+import type { AppContext } from '../context.js';
+import type { JobRow } from '../db.js';
+import { toPlacementJob } from './rows.js';
+import { liveWorkers, workersSeenWithin } from './workers.js';
+
+export interface PlacementExplanation {
+  jobId: number;
+  state: string;
+  mode: 'pull' | 'central';
+  summary: string;
+  /** The worker central scheduling would pick now (in pull mode: the best-ranked that fits). */
+  bestWorkerId: string | null;
+  verdicts: Verdict[];
+}
+
+export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<PlacementExplanation> {
+  const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
+  const config = ctx.placement.configFor(job.queue);
+  const result = place(toPlacementJob(job), workers, { ...config, ctx: { now: Date.now() } });
+  return {
+    jobId: job.id,
+    state: job.state,
+    mode: ctx.placement.modeFor(job.queue),
+    summary: workers.length === 0 ? 'no live worker' : result.summary,
+    bestWorkerId: result.chosen?.id ?? null,
+    verdicts: result.verdicts,
+  };
+}
+
+/**
+ * For enqueue: the grouped reasons no known worker could run this job even when idle, or null
+ * when one could, or when no worker is known at all (the job then waits, and says so).
+ */
+export async function unplaceableReasons(ctx: AppContext, jobs: PlacementJob[]): Promise<(string | null)[]> {
+  const known = await workersSeenWithin(ctx.db, ctx.placement.knownWorkerWindowMs);
+  if (known.length === 0) return jobs.map(() => null);
+  const now = Date.now();
+  return jobs.map((job) => neverFitsReason(job, known, { now }, [queueFilter, ...staticFilters]));
+}
+
+/** What a pending job is waiting for, in words, computed when asked. */
+export async function waitingReason(ctx: AppContext, job: JobRow): Promise<string | null> {
+  if (job.state !== 'pending') return null;
+  if (new Date(job.run_at).getTime() > Date.now()) return `not due until ${new Date(job.run_at).toISOString()}`;
+  const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
+  if (workers.length === 0) return 'no live worker: the job runs when a worker that fits it registers';
+  const result = place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } });
+  if (result.chosen) return `waiting for a claim: ${result.summary}`;
+  return result.summary;
+}

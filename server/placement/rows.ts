@@ -1,0 +1,33 @@
+// Database rows as the placement plugins see them.
+import type { PlacementJob, PlacementWorker, LabelPreference, JobConstraints } from '../../placement/index.js';
+import type { JobRow, WorkerRow } from '../db.js';
+import type { Allocation } from '../store/workers.js';
+
+export type PlacementJobRow = Pick<JobRow, 'id' | 'queue' | 'priority' | 'created_at' | 'constraints' | 'preferences'>;
+
+export function toPlacementJob(row: PlacementJobRow): PlacementJob {
+  return {
+    id: row.id,
+    queue: row.queue,
+    priority: row.priority,
+    createdAt: new Date(row.created_at).getTime(),
+    constraints: (row.constraints ?? {}) as JobConstraints,
+    preferences: (row.preferences ?? []) as LabelPreference[],
+  };
+}
+
+const NONE: Allocation = { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 };
+
+export function toPlacementWorker(row: WorkerRow, allocated: Allocation = NONE): PlacementWorker {
+  return {
+    id: row.id,
+    name: row.name,
+    region: row.region,
+    labels: row.labels,
+    state: row.state,
+    capacity: { cpu: row.cpu, memoryMb: row.memory_mb, diskMb: row.disk_mb, slots: row.slots },
+    allocated,
+    lastSeenAt: new Date(row.last_seen_at).getTime(),
+    queues: row.queues,
+  };
+}

@@ -1,0 +1,114 @@
+// Central mode: the leader assigns pending jobs to workers, reserving their capacity; each
+// worker's next claim starts what was assigned to it. Also the placement deadlines and the
+// return of assignments that were never started.
+import { sql, type RawBuilder } from 'kysely';
+import { allocate, compareJobs, place, type PlacementWorker } from '../../placement/index.js';
+import type { Db, WorkerRow } from '../db.js';
+import { allocations } from '../store/workers.js';
+import { toPlacementJob, toPlacementWorker, type PlacementJobRow } from './rows.js';
+import type { PlacementSettings } from './settings.js';
+
+export interface ScheduleResult {
+  assigned: { jobId: number; workerId: string }[];
+  unplaced: { jobId: number; reason: string }[];
+}
+
+function centralQueueCondition(s: PlacementSettings): RawBuilder<unknown> | null {
+  if (s.defaultMode === 'central') return s.overriddenQueues.length ? sql`NOT (queue = ANY(${s.overriddenQueues}::text[]))` : sql`true`;
+  return s.overriddenQueues.length ? sql`queue = ANY(${s.overriddenQueues}::text[])` : null;
+}
+
+/** One scheduling pass; run it inside the leader's transaction. */
+export async function scheduleOnce(db: Db, settings: PlacementSettings, goneAfterMs: number, batch = 500): Promise<ScheduleResult> {
+  const result: ScheduleResult = { assigned: [], unplaced: [] };
+  const queues = centralQueueCondition(settings);
+  if (!queues) return result;
+  const jobs = (await sql<PlacementJobRow>`
+    SELECT id, queue, priority, created_at, constraints, preferences FROM jobs
+    WHERE state = 'pending' AND run_at <= now() AND ${queues}
+    ORDER BY priority DESC, run_at, id LIMIT ${batch}
+    FOR UPDATE SKIP LOCKED`.execute(db)).rows.map(toPlacementJob).sort(compareJobs);
+  if (jobs.length === 0) return result;
+  let workers = await lockLiveWorkers(db, goneAfterMs);
+  const ctx = { now: Date.now() };
+  for (const job of jobs) {
+    const { chosen, summary } = place(job, workers, { ...settings.configFor(job.queue), ctx });
+    if (!chosen) {
+      result.unplaced.push({ jobId: job.id, reason: workers.length ? summary : 'no live worker' });
+      continue;
+    }
+    result.assigned.push({ jobId: job.id, workerId: chosen.id });
+    workers = workers.map((w) => (w.id === chosen.id ? allocate(w, job) : w));
+  }
+  await recordSchedule(db, result);
+  return result;
+}
+
+/**
+ * Locks the live workers' rows before reading their allocation, so a worker's own claim (which
+ * takes the same lock) cannot spend capacity this pass is about to reserve.
+ */
+async function lockLiveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWorker[]> {
+  const rows = (await sql<WorkerRow>`
+    SELECT * FROM workers WHERE state = 'active' AND last_seen_at > now() - ${goneAfterMs} * interval '1 millisecond'
+    ORDER BY id FOR UPDATE`.execute(db)).rows;
+  const alloc = await allocations(db, rows.map((r) => r.id));
+  return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
+}
+
+async function recordSchedule(db: Db, r: ScheduleResult): Promise<void> {
+  if (r.assigned.length > 0) {
+    await sql`
+      UPDATE jobs SET state = 'assigned', worker_id = a.worker_id, assigned_at = now(), waiting_reason = NULL
+      FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
+      WHERE jobs.id = a.id`.execute(db);
+    for (const workerId of new Set(r.assigned.map((a) => a.workerId))) {
+      await sql`SELECT pg_notify('skipjack_assigned', ${workerId})`.execute(db);
+    }
+  }
+  if (r.unplaced.length > 0) {
+    await sql`
+      UPDATE jobs SET waiting_reason = u.reason
+      FROM unnest(${r.unplaced.map((u) => u.jobId)}::bigint[], ${r.unplaced.map((u) => u.reason)}::text[]) AS u(id, reason)
+      WHERE jobs.id = u.id`.execute(db);
+  }
+}
+
+/** Assignments not started in time, or held by a worker that is no longer active, go back to pending. */
+export async function returnStaleAssignments(db: Db, assignTimeoutMs: number): Promise<{ id: number; worker_id: string }[]> {
+  return (await sql<{ id: number; worker_id: string }>`
+    WITH stale AS (
+      SELECT j.id, j.worker_id FROM jobs j JOIN workers w ON w.id = j.worker_id
+      WHERE j.state = 'assigned' AND (j.assigned_at < now() - ${assignTimeoutMs} * interval '1 millisecond' OR w.state <> 'active')
+      FOR UPDATE OF j SKIP LOCKED
+    )
+    UPDATE jobs SET state = 'pending', worker_id = NULL, assigned_at = NULL,
+      waiting_reason = 'its assignment was not started in time; waiting to be placed again'
+    FROM stale WHERE jobs.id = stale.id
+    RETURNING jobs.id, stale.worker_id`.execute(db)).rows;
+}
+
+/** Pending jobs past their placement deadline fail as unplaceable, with the reasons. */
+export async function failMissedDeadlines(db: Db, settings: PlacementSettings, goneAfterMs: number): Promise<{ id: number; error: string }[]> {
+  const overdue = (await sql<PlacementJobRow & { placement_deadline_at: Date }>`
+    SELECT id, queue, priority, created_at, constraints, preferences, placement_deadline_at FROM jobs
+    WHERE state = 'pending' AND placement_deadline_at < now()
+    ORDER BY placement_deadline_at LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(db)).rows;
+  if (overdue.length === 0) return [];
+  const workers = (await sql<WorkerRow>`
+    SELECT * FROM workers WHERE state = 'active' AND last_seen_at > now() - ${goneAfterMs} * interval '1 millisecond'`.execute(db)).rows;
+  const alloc = await allocations(db, workers.map((w) => w.id));
+  const live = workers.map((w) => toPlacementWorker(w, alloc.get(w.id)));
+  const ctx = { now: Date.now() };
+  const failed = overdue.map((row) => {
+    const waited = Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 1000);
+    const { summary } = place(toPlacementJob(row), live, { ...settings.configFor(row.queue), ctx });
+    const why = live.length === 0 ? 'no live worker' : summary;
+    return { id: row.id, error: `unplaceable: not placed within ${waited}s; ${why}` };
+  });
+  await sql`
+    UPDATE jobs SET state = 'failed', end_reason = 'unplaceable', error = f.error, finished_at = now(), waiting_reason = NULL
+    FROM unnest(${failed.map((f) => f.id)}::bigint[], ${failed.map((f) => f.error)}::text[]) AS f(id, error)
+    WHERE jobs.id = f.id`.execute(db);
+  return failed;
+}
