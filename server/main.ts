@@ -18,8 +18,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const REAPER_LOCK = 0x5e1ac0de;
-const SCHEDULER_LOCK = 0x5e1ac0df;
+export const REAPER_LOCK = 0x5e1ac0de;
+export const SCHEDULER_LOCK = 0x5e1ac0df;
 
 export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');

@@ -22,6 +22,8 @@
  * group. kill(-pgid, 0) succeeds on them, so on Linux we check /proc for a member that is not a
  * zombie. Run the worker under an init (tini, docker --init) so they do not pile up.
  *
+ * stdin is /dev/null: jobs are unattended.
+ *
  * Pipes. A process that escaped the group may still hold stdout open; after the group is gone we
  * read for at most outputDrainSeconds more, then close our ends, so `done` cannot hang on it.
  *

@@ -101,7 +101,7 @@ export async function failMissedDeadlines(db: Db, settings: PlacementSettings, g
   const live = workers.map((w) => toPlacementWorker(w, alloc.get(w.id)));
   const ctx = { now: Date.now() };
   const failed = overdue.map((row) => {
-    const waited = Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 1000);
+    const waited = Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 100) / 10;
     const { summary } = place(toPlacementJob(row), live, { ...settings.configFor(row.queue), ctx });
     const why = live.length === 0 ? 'no live worker' : summary;
     return { id: row.id, error: `unplaceable: not placed within ${waited}s; ${why}` };

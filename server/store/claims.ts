@@ -52,6 +52,11 @@ async function lockWorker(trx: Transaction<Database>, workerId: string): Promise
  * The statement runs after the worker lock, so its allocation sees every claim before ours.
  */
 async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues: string[], max: number, jobId?: number): Promise<Candidate[]> {
+  return (await candidateQuery(w, queues, max, jobId).execute(trx)).rows;
+}
+
+/** The candidate statement on its own, so a test can EXPLAIN what it reads. */
+export function candidateQuery(w: WorkerRow, queues: string[], max: number, jobId?: number): RawBuilder<Candidate> {
   const labels = JSON.stringify(w.labels);
   const regionKinds: RawBuilder<unknown>[] = [sql`j.region_key IS NULL`, sql`j.region_key = '*' AND ${w.region}::text = ANY(j.regions)`];
   if (w.region) regionKinds.push(sql`j.region_key = ${w.region}`);
@@ -73,7 +78,7 @@ async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues
   // Locking is not allowed under UNION, so each branch is a CTE of its own.
   const ctes = branches.map((b, i) => sql`, ${sql.raw(`b${i}`)} AS (${b})`);
   const union = sql.join(branches.map((_, i) => sql.raw(`SELECT * FROM b${i}`)), sql` UNION ALL `);
-  return (await sql<Candidate>`
+  return sql<Candidate>`
     WITH alloc AS (
       SELECT coalesce(sum(need_cpu), 0)::int AS cpu, coalesce(sum(need_memory_mb), 0)::int AS memory_mb,
              coalesce(sum(need_disk_mb), 0)::int AS disk_mb, count(*)::int AS slots
@@ -81,7 +86,7 @@ async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues
     )${sql.join(ctes, sql``)}
     SELECT * FROM (${union}) AS c
     ORDER BY priority DESC, run_at, id
-    LIMIT ${max}`.execute(trx)).rows;
+    LIMIT ${max}`;
 }
 
 /** Every filter of the job's queue (plugins included), then the cumulative capacity fit. */
