@@ -2,12 +2,13 @@
 // output, heartbeat its leases, release it with its outcome, and drain on request.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { ApiRequestError, UnreachableError, SkipjackClient } from '../protocol/client.js';
+import { UnreachableError, SkipjackClient } from '../protocol/client.js';
 import type { Release } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { checkAllowed } from './allowlist.js';
 import { Backoff, sleep } from './backoff.js';
 import { LogShipper } from './log-shipper.js';
+import { ReleaseBatcher } from './release-batcher.js';
 import { redactor } from './redact.js';
 import { superviseProcess, type ProcessResult, type SupervisedProcess } from './supervisor.js';
 
@@ -20,6 +21,11 @@ export interface WorkerOptions {
   queues?: string[];
   /** Executable patterns jobs may start; empty allows any. */
   allow?: string[];
+  /**
+   * 'process' runs each job as a supervised child process. 'noop' only reports success without
+   * running anything: it exists for benchmarks of the queue path, never for real work.
+   */
+  executor?: 'process' | 'noop';
   /** Longest long-poll per claim request. */
   pollWaitMs?: number;
   /** On a graceful stop, how long running jobs may take before they are stopped and requeued. */
@@ -49,10 +55,13 @@ export class WorkerAgent {
   private stopped = false;
   private stopHeartbeat = new AbortController();
   private shutdownPromise: Promise<void> | null = null;
+  private releases: ReleaseBatcher;
 
   constructor(private opts: WorkerOptions) {
     this.client = new SkipjackClient({ baseUrl: opts.serverUrl, token: opts.token });
     this.log = opts.log;
+    this.releases = new ReleaseBatcher(this.client, (err, delay) =>
+      this.log.warn({ err: err.message, retryInMs: Math.round(delay) }, 'release failed; retrying'));
   }
 
   get workerId(): string {
@@ -132,7 +141,7 @@ export class WorkerAgent {
       (err) => log.warn({ err: err.message }, 'server refused job output; dropping it'),
     );
     const refusal = checkAllowed(job.command, this.opts.allow ?? [], { cwd: job.cwd ?? undefined, pathEnv: job.env.PATH });
-    entry.proc = refusal ? refusedProcess(refusal) : superviseProcess(
+    entry.proc = refusal ? refusedProcess(refusal) : this.opts.executor === 'noop' ? noopProcess() : superviseProcess(
       {
         command: job.command,
         env: job.env,
@@ -157,26 +166,8 @@ export class WorkerAgent {
     if (entry.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
     const release = toRelease(entry.job.leaseToken, result);
     log.info({ outcome: release.outcome, reason: result.reason, exitCode: result.exitCode, signal: result.signal, ms: Math.round(result.durationMs) }, 'job ended');
-    await this.releaseWithRetry(entry.job.id, release, log);
-  }
-
-  // The outcome is only known here, so keep trying through a server outage; a 409 means the
-  // lease was lost meanwhile and the job is someone else's now.
-  private async releaseWithRetry(jobId: number, release: Release, log: Logger): Promise<void> {
-    const backoff = new Backoff(100, 5000);
-    for (;;) {
-      try {
-        await this.client.release(jobId, release);
-        return;
-      } catch (err) {
-        if (err instanceof ApiRequestError && err.status < 500) {
-          return void log.warn({ err: err.message }, 'release refused; the lease was lost');
-        }
-        const delay = backoff.next();
-        if (backoff.attempts % 10 === 1) log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'release failed; retrying');
-        await sleep(delay);
-      }
-    }
+    const answer = await this.releases.release(entry.job.id, release);
+    if (!answer.ok) log.warn({ err: answer.message }, 'release refused; the lease was lost meanwhile');
   }
 
   private onLeaseLost(entry: RunningJob, log: Logger) {
@@ -274,11 +265,15 @@ function toRelease(leaseToken: string, r: ProcessResult): Release {
   }
 }
 
-/** A job the allowlist refuses never starts; it ends like a failed spawn, with the reason. */
-function refusedProcess(reason: string): SupervisedProcess {
-  const result: ProcessResult = {
-    reason: 'spawn_failed', exitCode: null, signal: null, error: `refused: ${reason}`,
-    warnings: [], outputBytes: 0, droppedBytes: 0, truncated: false, durationMs: 0,
+function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
+  const full: ProcessResult = {
+    reason: 'exited', exitCode: 0, signal: null, warnings: [], outputBytes: 0, droppedBytes: 0, truncated: false, durationMs: 0, ...result,
   };
-  return { pid: undefined, done: Promise.resolve(result), cancel() {}, stop() {} };
+  return { pid: undefined, done: Promise.resolve(full), cancel() {}, stop() {} };
 }
+
+/** A job the allowlist refuses never starts; it ends like a failed spawn, with the reason. */
+const refusedProcess = (reason: string) => endedProcess({ reason: 'spawn_failed', exitCode: null, error: `refused: ${reason}` });
+
+/** The benchmark executor: success at once, nothing run. */
+const noopProcess = () => endedProcess({});
