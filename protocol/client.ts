@@ -1,6 +1,6 @@
 // A typed HTTP client for the wire API, shared by the worker and the CLI. Node's fetch keeps
 // connections alive, so a worker's steady polling reuses one socket.
-import type { EnqueueJob, LogChunk, RegisterWorker, Release } from './schemas.js';
+import type { EnqueueJob, LogChunk, RegisterWorker, Release, RestartReport } from './schemas.js';
 import type { ApiError, ClaimedJob, JobView, RegisterResponse, WorkerHeartbeatResponse, WorkerView } from './types.js';
 
 export class ApiRequestError extends Error {
@@ -92,6 +92,9 @@ export class SkipjackClient {
   }
   appendLogs(jobId: number, leaseToken: string, chunks: LogChunk[]): Promise<{ end: number; stored: number }> {
     return this.request('POST', `/jobs/${jobId}/logs`, { leaseToken, chunks });
+  }
+  restart(jobId: number, report: RestartReport): Promise<{ run: number }> {
+    return this.request('POST', `/jobs/${jobId}/restart`, report);
   }
   release(jobId: number, release: Release): Promise<JobView> {
     return this.request('POST', `/jobs/${jobId}/release`, release);

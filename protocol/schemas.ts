@@ -134,6 +134,15 @@ export const releaseSchema = z.strictObject({
 });
 export type Release = z.input<typeof releaseSchema>;
 
+/** A service job's process ended and its restart policy starts it again, under the same lease. */
+export const restartSchema = z.strictObject({
+  leaseToken: z.uuid(),
+  exitCode: z.number().int().nullable().optional(),
+  signal: z.string().max(20).nullable().optional(),
+  reason: z.enum(endReasons).optional(),
+});
+export type RestartReport = z.input<typeof restartSchema>;
+
 export const releaseBatchSchema = z.strictObject({
   releases: z.array(releaseSchema.extend({ jobId: z.number().int().positive() })).min(1).max(1000),
 });

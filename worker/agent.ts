@@ -3,14 +3,11 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { UnreachableError, SkipjackClient } from '../protocol/client.js';
-import type { Release } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
-import { checkAllowed } from './allowlist.js';
 import { Backoff, sleep } from './backoff.js';
-import { LogShipper } from './log-shipper.js';
+import { JobRun } from './job-run.js';
 import { ReleaseBatcher } from './release-batcher.js';
 import { redactor } from './redact.js';
-import { superviseProcess, type ProcessResult, type SupervisedProcess } from './supervisor.js';
 
 export interface WorkerOptions {
   serverUrl: string;
@@ -34,19 +31,13 @@ export interface WorkerOptions {
   log: Logger;
 }
 
-interface RunningJob {
-  job: ClaimedJob;
-  proc: SupervisedProcess;
-  shipper: LogShipper;
-  leaseLost: boolean;
-  done: Promise<void>;
-}
-
 export class WorkerAgent {
   readonly client: SkipjackClient;
   private id = '';
   private heartbeatMs = 10_000;
-  private running = new Map<number, RunningJob>();
+  private running = new Map<number, JobRun>();
+  /** Each running job's whole run, release included; the drain waits on these. */
+  private runDone = new Map<number, Promise<void>>();
   private draining = false;
   private stopClaiming = new AbortController();
   private slotFreed: (() => void) | null = null;
@@ -134,47 +125,13 @@ export class WorkerAgent {
     const log = this.log.child({ jobId: job.id, attempt: job.attempt });
     const redact = redactor(job.secretEnv.map((k) => job.env[k] ?? ''));
     log.info({ command: redact(job.command.join(' ')) }, 'job started');
-    const entry = { job, leaseLost: false } as RunningJob;
-    entry.shipper = new LogShipper(
-      this.client, job.id, job.leaseToken,
-      () => this.onLeaseLost(entry, log),
-      (err) => log.warn({ err: err.message }, 'server refused job output; dropping it'),
-    );
-    const refusal = checkAllowed(job.command, this.opts.allow ?? [], { cwd: job.cwd ?? undefined, pathEnv: job.env.PATH });
-    entry.proc = refusal ? refusedProcess(refusal) : this.opts.executor === 'noop' ? noopProcess() : superviseProcess(
-      {
-        command: job.command,
-        env: job.env,
-        cwd: job.cwd ?? undefined,
-        timeoutSeconds: job.timeoutSeconds ?? undefined,
-        killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
-        killGraceSeconds: job.killGraceSeconds ?? undefined,
-        outputCapBytes: job.outputCapBytes ?? undefined,
-      },
-      (chunk) => entry.shipper.push(chunk),
-    );
-    this.running.set(job.id, entry);
-    entry.done = this.finishJob(entry, log).finally(() => {
+    const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', log });
+    this.running.set(job.id, run);
+    this.runDone.set(job.id, run.run().finally(() => {
       this.running.delete(job.id);
+      this.runDone.delete(job.id);
       this.slotFreed?.();
-    });
-  }
-
-  private async finishJob(entry: RunningJob, log: Logger): Promise<void> {
-    const result = await entry.proc.done;
-    await entry.shipper.flush();
-    if (entry.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
-    const release = toRelease(entry.job.leaseToken, result);
-    log.info({ outcome: release.outcome, reason: result.reason, exitCode: result.exitCode, signal: result.signal, ms: Math.round(result.durationMs) }, 'job ended');
-    const answer = await this.releases.release(entry.job.id, release);
-    if (!answer.ok) log.warn({ err: answer.message }, 'release refused; the lease was lost meanwhile');
-  }
-
-  private onLeaseLost(entry: RunningJob, log: Logger) {
-    if (entry.leaseLost) return;
-    entry.leaseLost = true;
-    log.warn('lease lost (expired or reclaimed); stopping the job');
-    entry.proc.stop('cancelled');
+    }));
   }
 
   private async heartbeatLoop(): Promise<void> {
@@ -186,19 +143,18 @@ export class WorkerAgent {
   }
 
   private async heartbeat(): Promise<void> {
-    const leases = [...this.running.values()].filter((r) => !r.leaseLost).map((r) => ({ jobId: r.job.id, leaseToken: r.job.leaseToken }));
+    const leases = [...this.running.values()].filter((r) => !r.leaseLost).map((r) => r.lease);
     try {
       const answer = await this.client.workerHeartbeat(this.id, leases);
       for (const id of answer.cancel) {
-        const entry = this.running.get(id);
-        if (entry) {
+        const run = this.running.get(id);
+        if (run) {
           this.log.info({ jobId: id }, 'cancel requested; stopping the job');
-          entry.proc.cancel();
+          run.stop('cancelled');
         }
       }
       for (const id of answer.lost) {
-        const entry = this.running.get(id);
-        if (entry) this.onLeaseLost(entry, this.log.child({ jobId: id }));
+        this.running.get(id)?.onLeaseLost();
       }
       if (answer.drain && !this.draining) {
         this.log.info('server asked this worker to drain');
@@ -229,17 +185,16 @@ export class WorkerAgent {
 
   /** Stops every running job now; each is released as requeue. */
   stopAll(): void {
-    for (const entry of this.running.values()) entry.proc.stop('shutdown');
+    for (const run of this.running.values()) run.stop('shutdown');
   }
 
   private async drain(): Promise<void> {
-    const all = () => Promise.all([...this.running.values()].map((r) => r.done));
     const timeout = this.opts.drainTimeoutMs ?? 60_000;
     const timer = setTimeout(() => {
       this.log.warn({ running: this.running.size }, 'drain timeout; stopping the remaining jobs and requeueing them');
       this.stopAll();
     }, timeout);
-    await all();
+    await Promise.all(this.runDone.values());
     clearTimeout(timer);
     this.stopped = true;
     this.stopHeartbeat.abort();
@@ -248,32 +203,3 @@ export class WorkerAgent {
     this.log.info('worker stopped');
   }
 }
-
-function toRelease(leaseToken: string, r: ProcessResult): Release {
-  const base = { leaseToken, exitCode: r.exitCode, signal: r.signal, error: r.error ?? null };
-  switch (r.reason) {
-    case 'exited':
-      return { ...base, outcome: r.exitCode === 0 ? 'succeeded' : 'failed', reason: 'exited' };
-    case 'cancelled':
-      return { ...base, outcome: 'cancelled', reason: 'cancelled' };
-    case 'shutdown':
-      return { ...base, outcome: 'requeue', reason: 'cancelled' };
-    case 'timed_out':
-      return { ...base, outcome: 'failed', reason: 'timed_out', error: r.error ?? 'timed out' };
-    case 'spawn_failed':
-      return { ...base, outcome: 'failed', reason: r.error?.startsWith('refused:') ? 'refused' : 'spawn_failed' };
-  }
-}
-
-function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
-  const full: ProcessResult = {
-    reason: 'exited', exitCode: 0, signal: null, warnings: [], outputBytes: 0, droppedBytes: 0, truncated: false, durationMs: 0, ...result,
-  };
-  return { pid: undefined, done: Promise.resolve(full), cancel() {}, stop() {} };
-}
-
-/** A job the allowlist refuses never starts; it ends like a failed spawn, with the reason. */
-const refusedProcess = (reason: string) => endedProcess({ reason: 'spawn_failed', exitCode: null, error: `refused: ${reason}` });
-
-/** The benchmark executor: success at once, nothing run. */
-const noopProcess = () => endedProcess({});

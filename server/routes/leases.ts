@@ -1,10 +1,10 @@
 // Routes a worker calls under a lease. The store refuses a stale token with 409 and no change.
 import { Router } from 'express';
-import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema } from '../../protocol/schemas.js';
+import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema, restartSchema } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
-import { appendLogs, heartbeatJob, releaseJob, type ReleaseInput } from '../store/leases.js';
+import { appendLogs, heartbeatJob, recordRestart, releaseJob, type ReleaseInput } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
 export function leaseRoutes(ctx: AppContext): Router {
@@ -26,6 +26,14 @@ export function leaseRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/release', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     res.json(toJobView(await release(ctx, id, parse(releaseSchema, req.body, 'body'))));
+  });
+
+  r.post('/jobs/:id/restart', async (req, res) => {
+    const { id } = parse(idParam, req.params, 'params');
+    const body = parse(restartSchema, req.body, 'body');
+    const run = await recordRestart(ctx.db, id, body);
+    ctx.log.info({ jobId: id, attempt: run, exitCode: body.exitCode, signal: body.signal }, 'service job restarted by its policy');
+    res.json({ run });
   });
 
   // Many outcomes in one request; each is fenced on its own, and each gets its own answer.

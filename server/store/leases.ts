@@ -2,7 +2,7 @@
 // that lost its lease (expired, reclaimed) changes nothing: the fencing invariant.
 import { sql } from 'kysely';
 import type { z } from 'zod';
-import type { releaseSchema } from '../../protocol/schemas.js';
+import type { releaseSchema, restartSchema } from '../../protocol/schemas.js';
 import type { Db, JobRow } from '../db.js';
 import { HttpError, staleLease } from '../errors.js';
 
@@ -56,6 +56,25 @@ export async function releaseJob(db: Db, jobId: number, r: ReleaseInput): Promis
     SELECT * FROM released`.execute(db)).rows[0];
   if (!row) throw staleLease(jobId);
   return row;
+}
+
+/** Closes the current run as 'restarted' and opens the next one; the lease stays. */
+export async function recordRestart(db: Db, jobId: number, r: z.output<typeof restartSchema>): Promise<number> {
+  const row = (await sql<{ runs: number }>`
+    WITH cur AS (
+      SELECT id, runs FROM jobs WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running' FOR UPDATE
+    ), closed AS (
+      UPDATE job_attempts a SET ended_at = now(), outcome = 'restarted', exit_code = ${r.exitCode ?? null},
+        signal = ${r.signal ?? null}, end_reason = ${r.reason ?? 'exited'}
+      FROM cur WHERE a.job_id = cur.id AND a.attempt = cur.runs
+    ), bumped AS (
+      UPDATE jobs j SET runs = j.runs + 1 FROM cur WHERE j.id = cur.id RETURNING j.id, j.runs, j.worker_id
+    ), opened AS (
+      INSERT INTO job_attempts (job_id, attempt, worker_id) SELECT id, runs, worker_id FROM bumped
+    )
+    SELECT runs FROM bumped`.execute(db)).rows[0];
+  if (!row) throw staleLease(jobId);
+  return row.runs;
 }
 
 export interface AppendResult {

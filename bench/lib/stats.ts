@@ -1,0 +1,35 @@
+// Percentiles and small number helpers.
+export interface LatencySummary {
+  n: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  meanMs: number;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export function summarize(samples: number[]): LatencySummary {
+  const s = [...samples].sort((a, b) => a - b);
+  const r = (v: number) => Math.round(v * 100) / 100;
+  return {
+    n: s.length,
+    p50Ms: r(percentile(s, 50)),
+    p90Ms: r(percentile(s, 90)),
+    p99Ms: r(percentile(s, 99)),
+    maxMs: r(s[s.length - 1] ?? NaN),
+    meanMs: r(s.reduce((a, b) => a + b, 0) / Math.max(1, s.length)),
+  };
+}
+
+export const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
+export const wallMs = () => performance.timeOrigin + performance.now();

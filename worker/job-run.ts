@@ -1,0 +1,147 @@
+// One claimed job on this worker, from its first process to its release: runs it, ships its
+// output, restarts it when its policy says so, and releases it with the outcome.
+import type { Logger } from 'pino';
+import { ApiRequestError, UnreachableError, type SkipjackClient } from '../protocol/client.js';
+import type { Release } from '../protocol/schemas.js';
+import type { ClaimedJob } from '../protocol/types.js';
+import { checkAllowed } from './allowlist.js';
+import { Backoff, sleep } from './backoff.js';
+import { LogShipper } from './log-shipper.js';
+import type { ReleaseBatcher } from './release-batcher.js';
+import { RestartTracker, type RestartPolicy } from './restart-policy.js';
+import { superviseProcess, type ProcessResult, type StopReason, type SupervisedProcess } from './supervisor.js';
+
+export interface JobRunDeps {
+  client: SkipjackClient;
+  releases: ReleaseBatcher;
+  allow: string[];
+  executor: 'process' | 'noop';
+  log: Logger;
+}
+
+export class JobRun {
+  leaseLost = false;
+  private stopReason: StopReason | null = null;
+  private proc!: SupervisedProcess;
+  private shipper!: LogShipper;
+  private wake = new AbortController();
+
+  constructor(readonly job: ClaimedJob, private deps: JobRunDeps) {}
+
+  /** Runs to the end (release included); never rejects. */
+  async run(): Promise<void> {
+    const restarts = new RestartTracker(this.job.restart as RestartPolicy | null);
+    const log = this.deps.log;
+    for (;;) {
+      this.startProcess();
+      const result = await this.proc.done;
+      await this.shipper.flush();
+      if (this.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
+      const decision = this.stopReason ? { action: 'end' as const } : restarts.decide(result);
+      if (decision.action === 'restart') {
+        log.warn({ exitCode: result.exitCode, signal: result.signal, restart: decision.restartNumber, delayMs: decision.delayMs }, 'job process ended; restarting it by its policy');
+        if (await this.restart(result, decision.delayMs)) continue;
+      }
+      const error = decision.action === 'crash_loop' ? decision.error : undefined;
+      return this.release(toRelease(this.job.leaseToken, result, this.stopReason, error));
+    }
+  }
+
+  /** Cancel (an operator's) or shutdown (the worker's): kill escalation, and no restart after. */
+  stop(reason: StopReason): void {
+    this.stopReason ??= reason;
+    this.wake.abort();
+    this.proc?.stop(reason);
+  }
+
+  onLeaseLost(): void {
+    if (this.leaseLost) return;
+    this.leaseLost = true;
+    this.deps.log.warn('lease lost (expired or reclaimed); stopping the job');
+    this.stop('cancelled');
+  }
+
+  get lease() {
+    return { jobId: this.job.id, leaseToken: this.job.leaseToken };
+  }
+
+  private startProcess(): void {
+    const { job, deps } = this;
+    this.shipper = new LogShipper(deps.client, job.id, job.leaseToken, () => this.onLeaseLost(),
+      (err) => deps.log.warn({ err: err.message }, 'server refused job output; dropping it'));
+    const refusal = checkAllowed(job.command, deps.allow, { cwd: job.cwd ?? undefined, pathEnv: job.env.PATH });
+    if (refusal) this.proc = refusedProcess(refusal);
+    else if (deps.executor === 'noop') this.proc = noopProcess();
+    else this.proc = superviseProcess({
+      command: job.command,
+      env: job.env,
+      cwd: job.cwd ?? undefined,
+      timeoutSeconds: job.timeoutSeconds ?? undefined,
+      killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
+      killGraceSeconds: job.killGraceSeconds ?? undefined,
+      outputCapBytes: job.outputCapBytes ?? undefined,
+    }, (chunk) => this.shipper.push(chunk));
+    if (this.stopReason) this.proc.stop(this.stopReason);
+  }
+
+  /** Waits out the delay (a stop cuts it short), then opens the next run on the server. */
+  private async restart(result: ProcessResult, delayMs: number): Promise<boolean> {
+    await sleep(delayMs, this.wake.signal);
+    if (this.stopReason) return false;
+    const backoff = new Backoff(100, 5000);
+    for (;;) {
+      try {
+        await this.deps.client.restart(this.job.id, { leaseToken: this.job.leaseToken, exitCode: result.exitCode, signal: result.signal, reason: result.reason === 'timed_out' ? 'timed_out' : 'exited' });
+        return true;
+      } catch (err) {
+        if (err instanceof ApiRequestError && err.status < 500) {
+          this.onLeaseLost();
+          return false;
+        }
+        if (!(err instanceof UnreachableError) && !(err instanceof ApiRequestError)) throw err;
+        await sleep(backoff.next(), this.wake.signal);
+        if (this.stopReason) return false;
+      }
+    }
+  }
+
+  private async release(release: Release): Promise<void> {
+    const r = release;
+    this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
+    const answer = await this.deps.releases.release(this.job.id, release);
+    if (!answer.ok) this.deps.log.warn({ err: answer.message }, 'release refused; the lease was lost meanwhile');
+  }
+}
+
+function toRelease(leaseToken: string, r: ProcessResult, stopped: StopReason | null, crashLoop?: string): Release {
+  const base = { leaseToken, exitCode: r.exitCode, signal: r.signal, error: r.error ?? null };
+  if (crashLoop) return { ...base, outcome: 'failed', reason: 'crash_loop', error: crashLoop };
+  // A stop we asked for wins over however the process happened to end.
+  if (stopped === 'shutdown') return { ...base, outcome: 'requeue', reason: 'cancelled' };
+  if (stopped === 'cancelled') return { ...base, outcome: 'cancelled', reason: 'cancelled' };
+  switch (r.reason) {
+    case 'exited':
+      return { ...base, outcome: r.exitCode === 0 ? 'succeeded' : 'failed', reason: 'exited' };
+    case 'timed_out':
+      return { ...base, outcome: 'failed', reason: 'timed_out', error: r.error ?? 'timed out' };
+    case 'spawn_failed':
+      return { ...base, outcome: 'failed', reason: r.error?.startsWith('refused:') ? 'refused' : 'spawn_failed' };
+    case 'cancelled':
+      return { ...base, outcome: 'cancelled', reason: 'cancelled' };
+    case 'shutdown':
+      return { ...base, outcome: 'requeue', reason: 'cancelled' };
+  }
+}
+
+function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
+  const full: ProcessResult = {
+    reason: 'exited', exitCode: 0, signal: null, warnings: [], outputBytes: 0, droppedBytes: 0, truncated: false, durationMs: 0, ...result,
+  };
+  return { pid: undefined, done: Promise.resolve(full), cancel() {}, stop() {} };
+}
+
+/** A job the allowlist refuses never starts; it ends like a failed spawn, with the reason. */
+const refusedProcess = (reason: string) => endedProcess({ reason: 'spawn_failed', exitCode: null, error: `refused: ${reason}` });
+
+/** The benchmark executor: success at once, nothing run. */
+const noopProcess = () => endedProcess({});
