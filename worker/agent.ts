@@ -127,11 +127,13 @@ export class WorkerAgent {
     log.info({ command: redact(job.command.join(' ')) }, 'job started');
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', log });
     this.running.set(job.id, run);
-    this.runDone.set(job.id, run.run().finally(() => {
-      this.running.delete(job.id);
-      this.runDone.delete(job.id);
+    const done = run.run().finally(() => {
+      // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
+      if (this.running.get(job.id) === run) this.running.delete(job.id);
+      if (this.runDone.get(job.id) === done) this.runDone.delete(job.id);
       this.slotFreed?.();
-    }));
+    });
+    this.runDone.set(job.id, done);
   }
 
   private async heartbeatLoop(): Promise<void> {

@@ -30,14 +30,17 @@ export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<Pl
 }
 
 /**
- * For enqueue: the grouped reasons no known worker could run this job even when idle, or null
- * when one could, or when no worker is known at all (the job then waits, and says so).
+ * For enqueue: the grouped reasons no known worker of the job's queue could run it even when
+ * idle, or null when one could, or when none is known at all (the job then waits, and says so).
  */
 export async function unplaceableReasons(ctx: AppContext, jobs: PlacementJob[]): Promise<(string | null)[]> {
   const known = await workersSeenWithin(ctx.db, ctx.placement.knownWorkerWindowMs);
-  if (known.length === 0) return jobs.map(() => null);
   const now = Date.now();
-  return jobs.map((job) => neverFitsReason(job, known, { now }, [queueFilter, ...staticFilters]));
+  return jobs.map((job) => {
+    // A queue nobody serves yet is a wait, not a "no": its workers may be on their way.
+    const serving = known.filter((w) => queueFilter.check(job, w, { now }) === null);
+    return serving.length === 0 ? null : neverFitsReason(job, serving, { now }, staticFilters);
+  });
 }
 
 /** What a pending job is waiting for, in words, computed when asked. */

@@ -1,0 +1,221 @@
+// Supervision end to end: a real server and Postgres, real worker agents and real processes.
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { JobView } from '../../protocol/types.js';
+import { startServer } from '../../server/main.js';
+import { WorkerAgent, type WorkerOptions } from '../../worker/agent.js';
+import { exited, killGroup, killStartedProcesses, processGroupAlive, spawnWorkerProcess } from '../support/processes.js';
+import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
+
+let t: TestServer;
+const agents: WorkerAgent[] = [];
+const groups: number[] = [];
+beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1500 }); });
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((w) => w.shutdown()));
+  await killStartedProcesses();
+  groups.splice(0).forEach(killGroup);
+});
+afterAll(async () => { await t.close(); });
+
+async function agent(queue: string, extra: Partial<WorkerOptions> = {}) {
+  const w = new WorkerAgent({ serverUrl: t.server.url, name: `a-${queue}`, queues: [queue], pollWaitMs: 1000, drainTimeoutMs: 5000, log: quietLog, ...extra });
+  await w.start();
+  agents.push(w);
+  return w;
+}
+
+const finished = (id: number, timeoutMs = 20_000) =>
+  until(`job ${id} to finish`, async () => {
+    const j = await t.client.getJob(id);
+    return ['succeeded', 'failed', 'cancelled'].includes(j.state) ? j : undefined;
+  }, timeoutMs);
+
+/** The job prints its shell's pid first: with setsid that is also its process group id. */
+async function groupOf(jobId: number): Promise<number> {
+  const out = await until('the job to print its pid', async () => (await t.client.logs(jobId)).match(/^(\d+)\n/)?.[1]);
+  groups.push(Number(out));
+  return Number(out);
+}
+
+const attempts = (id: number) => t.client.request<{ attempts: { outcome: string; end_reason: string; exit_code: number | null }[] }>('GET', `/jobs/${id}/attempts`).then((r) => r.attempts);
+
+test('cancel kills the whole process group: no background child survives', async () => {
+  await agent('group');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; sleep 1000 & sleep 1000 & wait'], queue: 'group', killGraceSeconds: 2 });
+  const pgid = await groupOf(job.id);
+  expect(processGroupAlive(pgid)).toBe(true);
+  await t.client.cancel(job.id);
+  expect(await finished(job.id)).toMatchObject({ state: 'cancelled', endReason: 'cancelled' });
+  expect(processGroupAlive(pgid)).toBe(false);
+});
+
+test('a timeout escalates from TERM to KILL against a program that ignores TERM', async () => {
+  await agent('term');
+  const started = Date.now();
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo $$; trap "" TERM; while :; do sleep 0.05; done'],
+    queue: 'term', timeoutSeconds: 0.5, killGraceSeconds: 0.5, maxAttempts: 1,
+  });
+  const pgid = await groupOf(job.id);
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'failed', endReason: 'timed_out', signal: 'SIGKILL' });
+  // SIGKILL only after the grace: 0.5 s of run time plus 0.5 s of grace.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+  expect(processGroupAlive(pgid)).toBe(false);
+});
+
+const pattern = (bytes: number) => {
+  const b = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i++) b[i] = (i * 7 + 3) & 255; // every byte value, not UTF-8
+  return b;
+};
+const writer = (mib: number) =>
+  `const b=Buffer.alloc(1<<20);for(let i=0;i<b.length;i++)b[i]=(i*7+3)&255;for(let k=0;k<${mib};k++)process.stdout.write(b)`;
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function rawLogs(id: number): Promise<Buffer> {
+  return Buffer.from(await (await fetch(`${t.server.url}/jobs/${id}/logs`)).arrayBuffer());
+}
+
+test('a 20 MB binary log arrives byte-exact', async () => {
+  await agent('big');
+  const job = await t.client.enqueue({ command: [process.execPath, '-e', writer(20)], queue: 'big' });
+  expect((await finished(job.id, 60_000)).state).toBe('succeeded');
+  const got = await rawLogs(job.id);
+  expect(got.length).toBe(20 * 2 ** 20);
+  expect(sha(got)).toBe(sha(Buffer.concat(Array.from({ length: 20 }, () => pattern(2 ** 20)))));
+}, 90_000);
+
+test('output past the cap is cut there with a marker, and the job runs to its end', async () => {
+  await agent('cap');
+  const cap = 1_000_000;
+  const job = await t.client.enqueue({ command: ['sh', '-c', `${JSON.stringify(process.execPath)} -e '${writer(3)}'; exit 4`], queue: 'cap', outputCapBytes: cap, maxAttempts: 1 });
+  expect(await finished(job.id, 30_000)).toMatchObject({ state: 'failed', exitCode: 4 });
+  const got = await rawLogs(job.id);
+  const marker = `\n[skipjack] output truncated at ${cap} bytes; the job kept running\n`;
+  expect(got.subarray(0, cap).equals(pattern(2 ** 20).subarray(0, cap))).toBe(true);
+  expect(got.subarray(cap).toString()).toBe(marker);
+});
+
+test('a chunk sent again is stored once; one past the end is refused as a gap', async () => {
+  const w = await t.client.register({ name: 'raw', queues: ['chunks'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'chunks' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const chunk = (offset: number, text: string) => ({ offset, stream: 'stdout' as const, data: Buffer.from(text).toString('base64') });
+  await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
+  // The retry of a request whose answer was lost, and one overlapping it.
+  await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
+  expect(await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(3, 'lo world')])).toEqual({ end: 11, stored: 5 });
+  const gap = await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(20, 'x')]).catch((e) => e);
+  expect(gap.status).toBe(409);
+  expect(gap.body).toMatchObject({ error: 'log_gap', expectedOffset: 11 });
+  expect(await t.client.logs(job.id)).toBe('hello world');
+});
+
+test('output produced while the server is down is delivered after it returns, exactly once', async () => {
+  // A lease that outlives the outage: the worker heartbeats every third of it.
+  const first = await startServer({ ...t.config, port: 0, leaseTtlMs: 6000 }, quietLog);
+  const w = new WorkerAgent({ serverUrl: first.url, name: 'outage', queues: ['outage'], pollWaitMs: 500, log: quietLog });
+  await w.start();
+  agents.push(w);
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'for i in $(seq 1 20); do echo line $i; sleep 0.1; done'], queue: 'outage' });
+  await until('some output', async () => (await t.client.logs(job.id)).includes('line 3'));
+  await first.close();
+  await new Promise((r) => setTimeout(r, 700));
+  const second = await startServer({ ...t.config, port: first.port, leaseTtlMs: 6000 }, quietLog);
+  try {
+    expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1, error: null });
+    const expected = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join('');
+    expect(await t.client.logs(job.id)).toBe(expected);
+  } finally {
+    await Promise.all(agents.splice(0).map((a) => a.shutdown()));
+    await second.close();
+  }
+});
+
+test('restart policy on-failure: restarts until the program succeeds; each run is recorded', async () => {
+  await agent('restart');
+  const counter = `/tmp/skipjack-restart-${process.pid}-${Date.now()}`;
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', `n=$(cat ${counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${counter}; echo run $n; [ $n -ge 3 ]`],
+    queue: 'restart', restart: { policy: 'on-failure', maxRestarts: 5, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
+  });
+  expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
+  expect((await attempts(job.id)).map((a) => [a.outcome, a.exit_code])).toEqual([['restarted', 1], ['restarted', 1], ['succeeded', 0]]);
+  expect(await t.client.logs(job.id)).toBe('--- run 1 ---\nrun 1\n--- run 2 ---\nrun 2\n--- run 3 ---\nrun 3\n');
+});
+
+test('a crash loop is detected and reported, not spun forever', async () => {
+  await agent('crash');
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo crashing; exit 9'], queue: 'crash', maxAttempts: 1,
+    restart: { policy: 'always', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.02, backoff: 2 },
+  });
+  const done = await finished(job.id);
+  expect(done).toMatchObject({ state: 'failed', endReason: 'crash_loop', exitCode: 9 });
+  expect(done.error).toBe('crash loop: 3 restarts within 60s; last run exited with code 9');
+  expect((await attempts(job.id)).map((a) => a.outcome)).toEqual(['restarted', 'restarted', 'restarted', 'failed']);
+});
+
+test('the allowlist refuses a program outside it, with the reason', async () => {
+  await agent('allow', { allow: ['/usr/bin/true', '/bin/true'] });
+  const ok = await t.client.enqueue({ command: ['true'], queue: 'allow' });
+  const refused = await t.client.enqueue({ command: ['sh', '-c', 'echo should not run'], queue: 'allow', maxAttempts: 1 });
+  expect((await finished(ok.id)).state).toBe('succeeded');
+  const done = await finished(refused.id);
+  expect(done).toMatchObject({ state: 'failed', endReason: 'refused' });
+  expect(done.error).toMatch(/^refused: executable \/\S*sh .*is not in the worker's allowlist \(\/usr\/bin\/true, \/bin\/true\)$/);
+  expect(await t.client.logs(refused.id)).toBe('');
+});
+
+describe('a worker process', () => {
+  test('first SIGTERM drains: running work finishes, nothing new is claimed, the worker deregisters', async () => {
+    const child = spawnWorkerProcess(t.server.url, ['--name', 'drain1', '--queue', 'drain1', '--drain-timeout', '30s']);
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'sleep 1; echo finished'], queue: 'drain1' });
+    await until('running', async () => (await t.client.getJob(job.id)).state === 'running');
+    child.kill('SIGTERM');
+    const later = await t.client.enqueue({ command: ['true'], queue: 'drain1' });
+    expect(await exited(child)).toEqual({ code: 0, signal: null });
+    expect(await t.client.getJob(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect(await t.client.logs(job.id)).toBe('finished\n');
+    expect((await t.client.getJob(later.id)).state).toBe('pending');
+    expect((await t.client.workers()).workers.map((w) => w.name)).not.toContain('drain1');
+  });
+
+  test('a second SIGTERM stops running jobs with kill escalation and requeues them uncharged', async () => {
+    const child = spawnWorkerProcess(t.server.url, ['--name', 'drain2', '--queue', 'drain2', '--drain-timeout', '60s']);
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'drain2', killGraceSeconds: 1 });
+    const pgid = await groupOf(job.id);
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGTERM');
+    expect(await exited(child)).toEqual({ code: 0, signal: null });
+    const after = await t.client.getJob(job.id);
+    expect(after).toMatchObject({ state: 'pending', attempts: 0 });
+    expect(processGroupAlive(pgid)).toBe(false);
+    expect((await attempts(job.id)).map((a) => a.outcome)).toEqual(['requeue']);
+    await t.client.cancel(job.id);
+  });
+
+  test('killed with kill -9, its jobs return to pending within the lease TTL plus a reaper tick', async () => {
+    const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed', '--queue', 'doomed']);
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'doomed' });
+    await groupOf(job.id);
+    const running = await t.client.getJob(job.id);
+    child.kill('SIGKILL');
+    await exited(child);
+    const back: JobView = await until('back to pending', async () => {
+      const j = await t.client.getJob(job.id);
+      return j.state === 'pending' ? j : undefined;
+    });
+    const elapsed = Date.now() - Date.parse(running.leaseExpiresAt!);
+    // Pending no later than one reaper interval (200 ms here) after the lease expired, plus polling slack.
+    expect(elapsed).toBeLessThan(t.config.reaperIntervalMs + 1000);
+    expect(back).toMatchObject({ endReason: 'lost', attempts: 1 });
+    expect((await attempts(job.id)).map((a) => a.outcome)).toEqual(['lost']);
+    await t.client.cancel(job.id);
+    const n = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE id = ${job.id} AND state = 'cancelled'`.execute(t.tdb.db)).rows[0].n;
+    expect(n).toBe(1);
+  });
+});
