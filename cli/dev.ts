@@ -8,7 +8,7 @@ import { startServer } from '../server/main.js';
 import { WorkerAgent } from '../worker/agent.js';
 import { onStopSignals } from './signals.js';
 
-export async function runDev(opts: { slots: number; port?: number }, log: Logger): Promise<void> {
+export async function runDev(opts: { slots: number; port?: number; placement?: 'pull' | 'central' }, log: Logger): Promise<void> {
   let embedded: EmbeddedDb | undefined;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -18,7 +18,9 @@ export async function runDev(opts: { slots: number; port?: number }, log: Logger
     embedded = await startEmbeddedPostgres({ dataDir, port, onLog: (line) => log.debug({ postgres: line }) });
     databaseUrl = embedded.url;
   }
-  const config = configFromEnv(process.env, { databaseUrl, ...(opts.port !== undefined ? { port: opts.port } : {}) });
+  const config = configFromEnv(process.env, {
+    databaseUrl, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.placement ? { placementMode: opts.placement } : {}),
+  });
   const server = await startServer(config, log);
   const worker = new WorkerAgent({ serverUrl: server.url, name: 'local', capacity: { slots: opts.slots }, log });
   await worker.start();

@@ -18,6 +18,9 @@ export interface EnqueueFlags {
   memory?: number;
   disk?: number;
   label?: Record<string, string>;
+  prefer?: Record<string, string>;
+  allowUnplaceable?: boolean;
+  waitPlacement?: number;
   wait?: boolean;
   json?: boolean;
 }
@@ -39,12 +42,22 @@ export function toEnqueueJob(command: string[], f: EnqueueFlags): EnqueueJob {
     runAt: f.runAt,
     idempotencyKey: f.idempotencyKey,
     constraints,
+    preferences: f.prefer ? Object.entries(f.prefer).map(([k, v]) => ({ labels: { [k]: v }, weight: 1 })) : undefined,
+    allowUnplaceable: f.allowUnplaceable,
+    placementDeadlineSeconds: f.waitPlacement,
   };
 }
 
 /** Enqueues; with --wait streams the output and returns the job's exit code for the CLI to exit with. */
 export async function enqueue(client: SkipjackClient, command: string[], f: EnqueueFlags): Promise<number> {
   const job = await client.enqueue(toEnqueueJob(command, f));
+  if (f.waitPlacement !== undefined) {
+    const placed = await waitForPlacement(client, job.id);
+    if (!placed.ok) {
+      process.stderr.write(`job ${job.id} was not placed: ${placed.why}\n`);
+      return 3;
+    }
+  }
   if (!f.wait) {
     process.stdout.write(f.json ? JSON.stringify(job, null, 2) + '\n' : `${job.id}\n`);
     return 0;
@@ -54,6 +67,16 @@ export async function enqueue(client: SkipjackClient, command: string[], f: Enqu
   const final = await client.getJob(job.id);
   process.stderr.write(`job ${job.id} ${describeEnd(final)}\n`);
   return exitCodeOf(final);
+}
+
+/** Waits until the server places the job or fails it at its placement deadline. */
+async function waitForPlacement(client: SkipjackClient, id: number): Promise<{ ok: true } | { ok: false; why: string }> {
+  for (;;) {
+    const job = await client.getJob(id);
+    if (job.state === 'failed' && job.endReason === 'unplaceable') return { ok: false, why: job.error ?? 'unplaceable' };
+    if (job.state !== 'pending') return { ok: true };
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 export async function followLogs(client: SkipjackClient, id: number): Promise<void> {

@@ -26,18 +26,25 @@ const client = () => {
 };
 const printJson = (v: unknown) => process.stdout.write(JSON.stringify(v, null, 2) + '\n');
 
+const placementOption = () => new Option('--placement <mode>', 'placement: pull (workers claim) or central (the server assigns); default $SKIPJACK_PLACEMENT or pull')
+  .choices(['pull', 'central']);
+
 program.command('dev')
   .description('run a server and one local worker (embedded PostgreSQL unless DATABASE_URL is set)')
   .option('--slots <n>', 'jobs the local worker runs at once', int, 4)
   .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
+  .addOption(placementOption())
   .action(async (o) => runDev(o, log));
 
 program.command('server')
   .description('run the API server and its background loops (needs DATABASE_URL)')
   .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
   .option('--host <host>', 'address to bind (default $HOST or 127.0.0.1)')
+  .addOption(placementOption())
   .action(async (o) => {
-    const config = configFromEnv(process.env, { ...(o.port !== undefined ? { port: o.port } : {}), ...(o.host ? { host: o.host } : {}) });
+    const config = configFromEnv(process.env, {
+      ...(o.port !== undefined ? { port: o.port } : {}), ...(o.host ? { host: o.host } : {}), ...(o.placement ? { placementMode: o.placement } : {}),
+    });
     const server = await startServer(config, log);
     await onStopSignals(log, () => server.close(), () => process.exit(1));
   });
@@ -91,6 +98,9 @@ program.command('enqueue')
   .option('--memory <mb>', 'memory the job needs', int)
   .option('--disk <mb>', 'disk the job needs', int)
   .option('--label <key=value>', 'hard constraint: worker label (repeatable)', keyValue)
+  .option('--prefer <key=value>', 'soft preference for workers with this label (repeatable)', keyValue)
+  .option('--allow-unplaceable', 'accept the job even if no known worker could ever run it')
+  .option('--wait-placement <duration>', 'fail (exit 3, with the reasons) unless the job is placed within this long', duration)
   .option('-w, --wait', 'wait for the job, stream its output, and exit with its exit code')
   .option('--json', 'print the whole job as JSON')
   .action(async (command: string[], o: EnqueueFlags) => {

@@ -23,6 +23,8 @@ export function openApiDocument(): object {
       },
       '/jobs/{id}': { get: op('A job') },
       '/jobs/{id}/attempts': { get: op('Every run of a job: worker, times, outcome, exit code, signal') },
+      '/jobs/{id}/placement': { get: op("Every live worker's verdict for the job: failing filter and reason, or scores and total") },
+      '/jobs/{id}/restart': { post: op('A service job was restarted by its policy: close this run, open the next', s.restartSchema) },
       '/jobs/{id}/cancel': { post: op('Cancel: a pending job at once, a running one through its worker') },
       '/jobs/{id}/logs': {
         get: op('Output as text/plain; ?attempt=N for one run, ?follow=1 to stream until the job ends'),

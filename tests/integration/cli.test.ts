@@ -1,0 +1,63 @@
+// The command line as a user runs it, against a real server.
+import { spawn } from 'node:child_process';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { WorkerAgent } from '../../worker/agent.js';
+import { quietLog } from '../support/server.js';
+
+let t: TestServer;
+let worker: WorkerAgent;
+beforeAll(async () => {
+  t = await startTestServer();
+  worker = new WorkerAgent({ serverUrl: t.server.url, name: 'cli-worker', region: 'mad', pollWaitMs: 1000, log: quietLog });
+  await worker.start();
+});
+afterAll(async () => {
+  await worker.shutdown();
+  await t.close();
+});
+
+function skipjack(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', '--server', t.server.url, ...args], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('enqueue --wait streams the output and exits with the job\'s exit code', async () => {
+  const r = await skipjack('enqueue', '--wait', '--max-attempts', '1', '--', 'sh', '-c', 'echo hello; exit 3');
+  expect(r.stdout).toBe('hello\n');
+  expect(r.code).toBe(3);
+  expect(r.stderr).toMatch(/job \d+ failed \(exit code 3\)/);
+});
+
+test('status, logs and cancel', async () => {
+  const enq = await skipjack('enqueue', '--', 'sh', '-c', 'echo started; exec sleep 30');
+  const id = enq.stdout.trim();
+  expect(id).toMatch(/^\d+$/);
+  await new Promise((r) => setTimeout(r, 1500));
+  expect((await skipjack('logs', id)).stdout).toBe('started\n');
+  expect(JSON.parse((await skipjack('status', id)).stdout)).toMatchObject({ id: Number(id), state: 'running' });
+  expect((await skipjack('cancel', id)).stdout).toMatch(/cancel requested/);
+});
+
+test('--wait-placement fails with the reasons when nothing can place the job in time', async () => {
+  const r = await skipjack('enqueue', '--region', 'ord', '--allow-unplaceable', '--wait-placement', '1s', '--', 'true');
+  expect(r.code).toBe(3);
+  expect(r.stderr).toMatch(/was not placed: unplaceable: not placed within 1s; 0\/1 workers fit: 1 region mad≠ord/);
+});
+
+test('bad input names the field; an unknown command shows help', async () => {
+  const r = await skipjack('enqueue', '--region', 'ord', '--', 'true');
+  expect(r.code).toBe(2);
+  expect(r.stderr).toMatch(/no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord/);
+  const bad = await skipjack('frobnicate');
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
+});
