@@ -1,4 +1,5 @@
 // Starts one server: migrations, the LISTEN hub, background loops and HTTP.
+import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
@@ -31,6 +32,8 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const metrics = createMetrics();
   const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
+  // Every open long-poll listens on this one signal; hundreds of them are normal, not a leak.
+  setMaxListeners(0, closing.signal);
   const app = createApp({ db, hub, config, log, metrics, placement, closing: closing.signal });
   const loops: Loop[] = [
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {

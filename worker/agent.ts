@@ -111,7 +111,9 @@ export class WorkerAgent {
       try {
         const { jobs } = await this.client.claim(this.id, free, this.opts.pollWaitMs ?? 30_000, this.stopClaiming.signal);
         backoff.reset();
-        for (const job of jobs) this.startJob(job);
+        // A claim that was in flight when the drain began: hand those jobs straight back.
+        if (this.draining) await this.requeue(jobs);
+        else for (const job of jobs) this.startJob(job);
       } catch (err) {
         if (this.draining) break;
         const delay = backoff.next();
@@ -119,6 +121,11 @@ export class WorkerAgent {
         await sleep(delay, this.stopClaiming.signal);
       }
     }
+  }
+
+  private async requeue(jobs: ClaimedJob[]): Promise<void> {
+    await Promise.all(jobs.map((j) => this.releases.release(j.id, { leaseToken: j.leaseToken, outcome: 'requeue', reason: 'cancelled' })));
+    if (jobs.length) this.log.info({ jobIds: jobs.map((j) => j.id) }, 'draining: requeued jobs claimed as the drain began');
   }
 
   private startJob(job: ClaimedJob): void {

@@ -175,11 +175,12 @@ describe('a worker process', () => {
     const job = await t.client.enqueue({ command: ['sh', '-c', 'sleep 1; echo finished'], queue: 'drain1' });
     await until('running', async () => (await t.client.getJob(job.id)).state === 'running');
     child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
     const later = await t.client.enqueue({ command: ['true'], queue: 'drain1' });
     expect(await exited(child)).toEqual({ code: 0, signal: null });
     expect(await t.client.getJob(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
     expect(await t.client.logs(job.id)).toBe('finished\n');
-    expect((await t.client.getJob(later.id)).state).toBe('pending');
+    expect(await t.client.getJob(later.id)).toMatchObject({ state: 'pending', attempts: 0 });
     expect((await t.client.workers()).workers.map((w) => w.name)).not.toContain('drain1');
   });
 
