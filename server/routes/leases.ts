@@ -2,9 +2,9 @@
 import { Router } from 'express';
 import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema, restartSchema } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
-import { HttpError } from '../errors.js';
+import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
-import { appendLogs, heartbeatJob, recordRestart, releaseJob, type ReleaseInput } from '../store/leases.js';
+import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleaseInput } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
 export function leaseRoutes(ctx: AppContext): Router {
@@ -25,7 +25,9 @@ export function leaseRoutes(ctx: AppContext): Router {
 
   r.post('/jobs/:id/release', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
-    res.json(toJobView(await release(ctx, id, parse(releaseSchema, req.body, 'body'))));
+    const [result] = await release(ctx, [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }]);
+    if (!result.ok) throw staleLease(id);
+    res.json(result.job);
   });
 
   r.post('/jobs/:id/restart', async (req, res) => {
@@ -36,38 +38,27 @@ export function leaseRoutes(ctx: AppContext): Router {
     res.json({ run });
   });
 
-  // Many outcomes in one request; each is fenced on its own, and each gets its own answer.
+  // Many outcomes in one request and one statement; each is fenced on its own and answered on its own.
   r.post('/releases', async (req, res) => {
     const { releases } = parse(releaseBatchSchema, req.body, 'body');
-    const results = [];
-    for (const { jobId, ...rel } of releases) {
-      try {
-        results.push({ jobId, ok: true, job: toJobView(await release(ctx, jobId, rel)) });
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err;
-        results.push({ jobId, ok: false, error: err.code, message: err.message });
-      }
-    }
-    res.json({ results });
+    res.json({ results: await release(ctx, releases) });
   });
 
   return r;
 }
 
-async function release(ctx: AppContext, jobId: number, rel: ReleaseInput) {
-  try {
-    const job = await releaseJob(ctx.db, jobId, rel);
-    ctx.metrics.released.inc({ outcome: rel.outcome });
-    ctx.log.info(
-      { jobId, workerId: job.worker_id, attempt: job.runs, outcome: rel.outcome, state: job.state, exitCode: rel.exitCode, signal: rel.signal },
-      'job released',
-    );
-    return job;
-  } catch (err) {
-    if (err instanceof HttpError && err.code === 'stale_lease') {
+async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[]) {
+  const done = await releaseJobs(ctx.db, releases);
+  return releases.map(({ jobId, outcome, exitCode, signal }) => {
+    const job = done.get(jobId);
+    if (!job) {
       ctx.metrics.staleLease.inc();
       ctx.log.warn({ jobId }, 'release refused: stale lease token');
+      const e = staleLease(jobId);
+      return { jobId, ok: false as const, error: e.code, message: e.message };
     }
-    throw err;
-  }
+    ctx.metrics.released.inc({ outcome });
+    ctx.log.info({ jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal }, 'job released');
+    return { jobId, ok: true as const, job: toJobView(job) };
+  });
 }

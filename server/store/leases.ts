@@ -18,44 +18,48 @@ export async function heartbeatJob(db: Db, jobId: number, leaseToken: string, le
 }
 
 /**
- * Ends a run. succeeded and cancelled are final; failed retries with exponential backoff and
- * jitter while attempts remain; requeue (a draining worker) returns the job uncharged. A cancel
- * requested while it ran wins over a retry.
+ * Ends runs, many in one statement. succeeded and cancelled are final; failed retries with
+ * exponential backoff and jitter while attempts remain; requeue (a draining worker) returns the
+ * job uncharged. A cancel requested while it ran wins over a retry. A release whose token is not
+ * the job's live lease matches no row, changes nothing, and is absent from the answer.
  */
-export async function releaseJob(db: Db, jobId: number, r: ReleaseInput): Promise<JobRow> {
-  const row = (await sql<JobRow>`
-    WITH cur AS (
-      SELECT id, runs, attempts, CASE
-          WHEN ${r.outcome} = 'succeeded' THEN 'succeeded'
-          WHEN ${r.outcome} = 'cancelled' OR cancel_requested THEN 'cancelled'
-          WHEN ${r.outcome} = 'requeue' THEN 'pending'
-          WHEN attempts < max_attempts THEN 'pending'
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, JobRow & { released_by: string }>> {
+  const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
+  const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
+  const rows = (await sql<JobRow & { released_by: string }>`
+    WITH input AS (
+      SELECT * FROM unnest(${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
+        ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
+        ${col(reasonOf)}::text[]) AS i(id, token, outcome, exit_code, signal, error, reason)
+    ), cur AS (
+      SELECT j.id, j.runs, j.worker_id, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
+          WHEN i.outcome = 'succeeded' THEN 'succeeded'
+          WHEN i.outcome = 'cancelled' OR j.cancel_requested THEN 'cancelled'
+          WHEN i.outcome = 'requeue' THEN 'pending'
+          WHEN j.attempts < j.max_attempts THEN 'pending'
           ELSE 'failed' END AS next_state,
-        -- full backoff doubles per attempt, capped at an hour; jitter takes 0-50% off it
-        least(retry_backoff_seconds * power(2, greatest(attempts - 1, 0)), 3600) * (1 - random() / 2) AS backoff
-      FROM jobs WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running'
-      FOR UPDATE
+        -- the backoff doubles per attempt, capped at an hour; jitter takes 0-50% off it
+        least(j.retry_backoff_seconds * power(2, greatest(j.attempts - 1, 0)), 3600) * (1 - random() / 2) AS backoff
+      FROM jobs j JOIN input i ON i.id = j.id AND j.lease_token = i.token AND j.state = 'running'
+      FOR UPDATE OF j
     ), released AS (
       UPDATE jobs j SET
         state = cur.next_state,
-        attempts = CASE WHEN ${r.outcome} = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
-        run_at = CASE WHEN cur.next_state = 'pending' AND ${r.outcome} = 'failed'
+        attempts = CASE WHEN cur.outcome = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
+        run_at = CASE WHEN cur.next_state = 'pending' AND cur.outcome = 'failed'
                       THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
         worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
-        exit_code = ${r.exitCode ?? null}, signal = ${r.signal ?? null}, error = ${r.error ?? null},
-        end_reason = ${r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited')},
+        exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
         finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
       FROM cur WHERE j.id = cur.id
-      RETURNING j.*
+      RETURNING j.*, cur.worker_id AS released_by
     ), recorded AS (
-      UPDATE job_attempts a SET ended_at = now(), outcome = ${r.outcome}, exit_code = ${r.exitCode ?? null},
-        signal = ${r.signal ?? null}, error = ${r.error ?? null},
-        end_reason = ${r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited')}
+      UPDATE job_attempts a SET ended_at = now(), outcome = cur.outcome, exit_code = cur.exit_code,
+        signal = cur.signal, error = cur.error, end_reason = cur.reason
       FROM cur WHERE a.job_id = cur.id AND a.attempt = cur.runs
     )
-    SELECT * FROM released`.execute(db)).rows[0];
-  if (!row) throw staleLease(jobId);
-  return row;
+    SELECT * FROM released`.execute(db)).rows;
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** Closes the current run as 'restarted' and opens the next one; the lease stays. */

@@ -70,7 +70,8 @@ test('a job that cannot start is failed with the OS error, and the worker carrie
 
 test('running jobs survive a server restart and are released correctly after it', async () => {
   // A second server over the same database, on a fixed port, so the worker can find it again.
-  const first = await startServer({ ...t.config, port: 0 }, quietLog);
+  // The lease must outlive the restart, however slow the machine: the worker heartbeats every third of it.
+  const first = await startServer({ ...t.config, port: 0, leaseTtlMs: 6000 }, quietLog);
   const port = first.port;
   await startWorker('restart', first.url, { pollWaitMs: 500 });
   const job = await t.client.enqueue({ command: ['sh', '-c', 'echo before; sleep 2; echo after'], queue: 'restart' });
@@ -79,7 +80,7 @@ test('running jobs survive a server restart and are released correctly after it'
   await new Promise((r) => setTimeout(r, 300));
   // The server is down while the job runs on; it must still be running when the next one starts.
   expect((await t.client.getJob(job.id)).state).toBe('running');
-  const second = await startServer({ ...t.config, port }, quietLog);
+  const second = await startServer({ ...t.config, port, leaseTtlMs: 6000 }, quietLog);
   try {
     const done: JobView = await finished(job.id);
     expect(done).toMatchObject({ state: 'succeeded', exitCode: 0, attempts: 1 });
