@@ -5,6 +5,10 @@ import type { Db } from './db.js';
 import type { NotifyHub } from './notify.js';
 import type { Metrics } from './metrics.js';
 import type { PlacementSettings } from './placement/settings.js';
+import type { IdleClaims } from './idle-claims.js';
+import type { MicroBatcher } from './micro-batcher.js';
+import type { Heartbeat } from './store/workers.js';
+import type { WorkerHeartbeatResponse } from '../protocol/types.js';
 
 export interface AppContext {
   db: Db;
@@ -13,6 +17,9 @@ export interface AppContext {
   log: Logger;
   metrics: Metrics;
   placement: PlacementSettings;
+  idleClaims: IdleClaims;
+  /** Worker heartbeats, gathered for a moment and written in one statement. */
+  heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;
   /** Aborted when the server starts to close: long-polls answer at once, empty. */
   closing: AbortSignal;
 }

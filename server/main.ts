@@ -12,6 +12,10 @@ import { NotifyHub } from './notify.js';
 import { failMissedDeadlines, returnStaleAssignments, scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
+import { workerHeartbeats, type Heartbeat } from './store/workers.js';
+import { MicroBatcher } from './micro-batcher.js';
+import { IdleClaims } from './idle-claims.js';
+import { startDueWakeups } from './loops/due-wakeups.js';
 
 export interface RunningServer {
   url: string;
@@ -34,7 +38,10 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const closing = new AbortController();
   // Every open long-poll listens on this one signal; hundreds of them are normal, not a leak.
   setMaxListeners(0, closing.signal);
-  const app = createApp({ db, hub, config, log, metrics, placement, closing: closing.signal });
+  // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
+  const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
+  const app = createApp({ db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), closing: closing.signal });
+  const dueWakeups = startDueWakeups(db, hub);
   const loops: Loop[] = [
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {
       for (const job of await reapExpiredLeases(trx)) {
@@ -66,6 +73,8 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
     port,
     async close() {
       closing.abort();
+      heartbeats.flush();
+      dueWakeups.stop();
       await Promise.all(loops.map((l) => l.stop()));
       await hub.close();
       await closeHttp(server);

@@ -91,6 +91,11 @@ export class NotifyHub {
     });
   }
 
+  /** Wakes every claimer as if a job had just arrived. */
+  wakeJobs(): void {
+    this.dispatchDue('');
+  }
+
   /** Waits for a job wake-up after `sinceSeq`; at once if one already came. */
   waitForJobs(sinceSeq: number, ms: number, signal?: AbortSignal): Promise<boolean> {
     if (this.jobsSeq > sinceSeq || this.closed) return Promise.resolve(true);

@@ -7,8 +7,9 @@ import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { claimJobs, claimOne } from '../store/claims.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView, workerHeartbeat } from '../store/workers.js';
+import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
+import { notFound } from '../errors.js';
 
 export function workerRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -34,7 +35,8 @@ export function workerRoutes(ctx: AppContext): Router {
   r.post('/workers/:id/heartbeat', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
     const { leases } = parse(workerHeartbeatSchema, req.body, 'body');
-    const answer = await workerHeartbeat(ctx.db, id, leases, ttl());
+    const answer = await ctx.heartbeats.submit({ workerId: id, leases });
+    if (!answer) throw notFound(`worker ${id}`);
     for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
     res.json(answer);
   });
@@ -86,9 +88,16 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     for (;;) {
       if (abort.signal.aborted) return [];
       const seq = ctx.hub.jobsSeq;
-      const jobs = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+      if (!ctx.idleClaims.nothingNew(workerId, seq, max)) {
+        const jobs = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+        if (jobs.length > 0) {
+          ctx.idleClaims.forget(workerId);
+          return jobs;
+        }
+        ctx.idleClaims.remember(workerId, seq, max);
+      }
       const left = deadline - Date.now();
-      if (jobs.length > 0 || left <= 0 || abort.signal.aborted) return jobs;
+      if (left <= 0 || abort.signal.aborted) return [];
       await ctx.hub.waitForJobs(seq, left, abort.signal);
     }
   } finally {

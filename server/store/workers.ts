@@ -28,31 +28,44 @@ export async function registerWorker(db: Db, w: Registration): Promise<WorkerRow
     .executeTakeFirstOrThrow()) as WorkerRow;
 }
 
+export interface Heartbeat {
+  workerId: string;
+  leases: { jobId: number; leaseToken: string }[];
+}
+
 /**
- * Marks the worker alive and extends every lease it still holds, in two statements. Leases it
- * names but no longer holds come back as `lost`, so it stops acting on those jobs.
+ * Marks workers alive and extends every lease each still holds, for many workers in one
+ * statement. Leases a worker names but no longer holds come back as `lost`, so it stops acting
+ * on those jobs. A worker the server does not know gets null.
  */
-export async function workerHeartbeat(
-  db: Db,
-  workerId: string,
-  leases: { jobId: number; leaseToken: string }[],
-  leaseTtlMs: number,
-): Promise<WorkerHeartbeatResponse> {
-  const worker = (await sql<{ state: string }>`
-    UPDATE workers SET last_seen_at = now(), state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
-    WHERE id = ${workerId} RETURNING state`.execute(db)).rows[0];
-  if (!worker) throw notFound(`worker ${workerId}`);
-  const held = leases.length === 0 ? [] : (await sql<{ id: number; cancel_requested: boolean }>`
-    UPDATE jobs j SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
-    FROM unnest(${leases.map((l) => l.jobId)}::bigint[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS l(id, token)
-    WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'running' AND j.worker_id = ${workerId}
-    RETURNING j.id, j.cancel_requested`.execute(db)).rows;
-  const live = new Set(held.map((h) => h.id));
-  return {
-    cancel: held.filter((h) => h.cancel_requested).map((h) => h.id),
-    lost: leases.map((l) => l.jobId).filter((id) => !live.has(id)),
-    drain: worker.state === 'draining',
-  };
+export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | null)[]> {
+  const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId })));
+  const rows = (await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
+    WITH w AS (
+      UPDATE workers SET last_seen_at = now(), state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
+      WHERE id = ANY(${beats.map((b) => b.workerId)}::uuid[]) RETURNING id, state
+    ), l AS (
+      UPDATE jobs j SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
+      FROM unnest(${leases.map((l) => l.jobId)}::bigint[], ${leases.map((l) => l.leaseToken)}::uuid[], ${leases.map((l) => l.workerId)}::uuid[])
+        AS l(id, token, worker_id)
+      WHERE j.id = l.id AND j.lease_token = l.token AND j.state = 'running' AND j.worker_id = l.worker_id
+      RETURNING j.id, j.worker_id, j.cancel_requested
+    )
+    SELECT 'worker' AS kind, id::text AS id, state AS info, NULL::boolean AS cancel FROM w
+    UNION ALL
+    SELECT 'lease', id::text, worker_id::text, cancel_requested FROM l`.execute(db)).rows;
+  const states = new Map(rows.filter((r) => r.kind === 'worker').map((r) => [r.id, r.info]));
+  // Keyed by worker too: in one batch, another worker's live lease is not this worker's.
+  const held = new Map(rows.filter((r) => r.kind === 'lease').map((r) => [`${r.info}:${r.id}`, r.cancel === true]));
+  return beats.map((b) => {
+    const state = states.get(b.workerId);
+    if (state === undefined) return null;
+    return {
+      cancel: b.leases.filter((l) => held.get(`${b.workerId}:${l.jobId}`) === true).map((l) => l.jobId),
+      lost: b.leases.filter((l) => !held.has(`${b.workerId}:${l.jobId}`)).map((l) => l.jobId),
+      drain: state === 'draining',
+    };
+  });
 }
 
 export async function setWorkerState(db: Db, workerId: string, state: 'draining' | 'gone'): Promise<WorkerRow> {

@@ -1,7 +1,8 @@
 // The wire API against a real server and Postgres: enqueue, claim, fencing, release, retries.
 import { sql } from 'kysely';
-import { ApiRequestError } from '../../protocol/client.js';
-import { startTestServer, until, type TestServer } from '../support/server.js';
+import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
+import { startServer } from '../../server/main.js';
+import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
 let t: TestServer;
 beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1000 }); });
@@ -132,4 +133,48 @@ test('a long-poll claim is woken by NOTIFY when a job arrives', async () => {
   const { jobs } = await claim;
   expect(jobs.map((j) => j.id)).toEqual([job.id]);
   expect(Date.now() - started).toBeLessThan(9_000);
+});
+
+test('a job that was already waiting for its run time when the server started still wakes a long-poll', async () => {
+  const queue = `due-${Date.now()}`;
+  await sql`INSERT INTO jobs (command, queue, run_at) VALUES (ARRAY['true'], ${queue}, now() + interval '1 second')`.execute(t.tdb.db);
+  const other = await startServer({ ...t.config, port: 0 }, quietLog);
+  try {
+    const client = new SkipjackClient({ baseUrl: other.url });
+    const w = await client.register({ name: 'due', queues: [queue] });
+    const started = Date.now();
+    const { jobs } = await client.claim(w.id, 1, 8000);
+    expect(jobs).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(6000);
+  } finally {
+    await other.close();
+  }
+});
+
+test('heartbeats from many workers at once each get their own answer', async () => {
+  const ws = await Promise.all(Array.from({ length: 5 }, (_, i) => t.client.register({ name: `hb${i}`, queues: [`hb${i}`] })));
+  const jobs = await Promise.all(ws.map((w, i) => t.client.enqueue({ command: ['true'], queue: `hb${i}` })));
+  const claims = await Promise.all(ws.map((w) => t.client.claim(w.id, 1)));
+  await t.client.cancel(jobs[2].id);
+  const answers = await Promise.all(ws.map((w, i) => t.client.workerHeartbeat(w.id, [
+    { jobId: claims[i].jobs[0].id, leaseToken: claims[i].jobs[0].leaseToken },
+    // A lease this worker does not hold: another worker's job.
+    { jobId: claims[(i + 1) % 5].jobs[0].id, leaseToken: claims[(i + 1) % 5].jobs[0].leaseToken },
+  ])));
+  answers.forEach((a, i) => {
+    expect(a.cancel).toEqual(i === 2 ? [jobs[2].id] : []);
+    expect(a.lost).toEqual([claims[(i + 1) % 5].jobs[0].id]);
+    expect(a.drain).toBe(false);
+  });
+  const unknown = await fetch(`${t.server.url}/workers/00000000-0000-4000-8000-000000000000/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  expect(unknown.status).toBe(404);
+});
+
+test('secret env values are masked in every answer but the claim', async () => {
+  const w = await t.client.register({ name: 'secret', queues: ['secret'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'secret', env: { TOKEN: 's3cr3t', MODE: 'x' }, secretEnv: ['TOKEN'] });
+  expect(job.env).toEqual({ TOKEN: '***', MODE: 'x' });
+  expect((await t.client.getJob(job.id)).env.TOKEN).toBe('***');
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  expect(claimed.env.TOKEN).toBe('s3cr3t');
 });
