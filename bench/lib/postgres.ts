@@ -106,3 +106,12 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+export async function withBenchDatabase<T>(pgs: BenchPostgres, label: string, fn: (url: string) => Promise<T>): Promise<T> {
+  const db = await createBenchDatabase(pgs, label);
+  try {
+    return await fn(db.url);
+  } finally {
+    await db.drop();
+  }
+}

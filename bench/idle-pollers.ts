@@ -1,0 +1,54 @@
+// Idle long-polling workers without the agent's weight: each registers, then loops POST /claims
+// {waitMs: 30000} and heartbeats every heartbeatIntervalMs, like the agent does when idle.
+//   node --import tsx bench/idle-pollers.ts --server URL --count N
+// Prints "ready N" once all are registered. Runs until SIGTERM.
+import { setMaxListeners } from 'node:events';
+import { SkipjackClient } from '../protocol/client.js';
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const client = new SkipjackClient({ baseUrl: arg('server') ?? 'http://127.0.0.1:7070', timeoutMs: 60_000 });
+const count = Number(arg('count') ?? 200);
+const stop = new AbortController();
+// Every in-flight claim links to this one signal.
+setMaxListeners(0, stop.signal);
+let claims = 0;
+let heartbeats = 0;
+let errors = 0;
+
+async function poller(i: number, ready: () => void): Promise<void> {
+  const w = await client.register({ name: `idle-${i}`, region: 'mad', capacity: { slots: 4 } });
+  ready();
+  const hb = setInterval(() => {
+    heartbeats++;
+    client.workerHeartbeat(w.id, []).catch(() => errors++);
+  }, w.heartbeatIntervalMs);
+  try {
+    while (!stop.signal.aborted) {
+      try {
+        await client.claim(w.id, 4, 30_000, stop.signal);
+        claims++;
+      } catch {
+        if (stop.signal.aborted) break;
+        errors++;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  } finally {
+    clearInterval(hb);
+  }
+}
+
+let registered = 0;
+const all = Array.from({ length: count }, (_, i) => poller(i, () => {
+  if (++registered === count) process.stdout.write(`ready ${count}\n`);
+}));
+process.on('SIGTERM', () => {
+  stop.abort();
+  process.stdout.write(`stats claims=${claims} heartbeats=${heartbeats} errors=${errors}\n`);
+  setTimeout(() => process.exit(0), 100);
+});
+await Promise.allSettled(all);

@@ -1,0 +1,118 @@
+// graphile-worker 0.18 as a peer: runs in this process with in-memory noop tasks.
+import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
+import pg from 'pg';
+import { Progress } from '../lib/progress.js';
+import { sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
+
+const silent = new Logger(() => () => {});
+
+export interface GraphileVariant {
+  name: string;
+  /** Merged into the preset's worker options (localQueue, completeJobBatchDelay, ...). */
+  worker?: GraphileConfig.WorkerOptions;
+  concurrency?: number;
+}
+
+export const graphileDefault: GraphileVariant = { name: 'default, concurrency 24', concurrency: 24 };
+export const graphileBatched: GraphileVariant = {
+  name: 'localQueue 500, batch delays 0, concurrency 24',
+  concurrency: 24,
+  worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
+};
+
+async function utils(connectionString: string): Promise<WorkerUtils> {
+  await runMigrations({ connectionString, logger: silent });
+  return makeWorkerUtils({ connectionString, logger: silent });
+}
+
+function startRunner(connectionString: string, v: GraphileVariant, taskList: Record<string, (payload: unknown) => Promise<void>>): Promise<Runner> {
+  return run({
+    connectionString,
+    concurrency: v.concurrency ?? 1,
+    noHandleSignals: true,
+    logger: silent,
+    taskList,
+    preset: { worker: { ...v.worker } },
+  });
+}
+
+export interface DrainResult {
+  variant: string;
+  jobs: number;
+  seconds: number;
+  jobsPerSec: number;
+}
+
+/** n queued noop jobs, then a runner drains them: first task start to the last job gone from the table. */
+export async function graphileDrain(connectionString: string, n: number, v: GraphileVariant): Promise<DrainResult> {
+  const wu = await utils(connectionString);
+  const add = new Progress(`graphile: enqueue`, n);
+  for (let done = 0; done < n; ) {
+    const size = Math.min(2000, n - done);
+    await wu.addJobs(Array.from({ length: size }, () => ({ identifier: 'noop', payload: {} })));
+    done += size;
+    add.update(done);
+  }
+  add.done();
+  let first = 0;
+  let handled = 0;
+  const progress = new Progress(`graphile: drain`, n);
+  const runner = await startRunner(connectionString, v, {
+    noop: async () => {
+      if (handled++ === 0) first = wallMs();
+    },
+  });
+  const pool = new pg.Pool({ connectionString, max: 1 });
+  let end = 0;
+  try {
+    while (handled < n) {
+      progress.update(handled);
+      await sleep(20);
+    }
+    // Completions may be batched after the task returns: the job is done when its row is gone.
+    for (;;) {
+      const { rows } = await pool.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
+      if (rows[0].n === 0) break;
+      await sleep(2);
+    }
+    end = wallMs();
+    progress.update(n);
+  } finally {
+    progress.done();
+    await runner.stop();
+    await wu.release();
+    await pool.end();
+  }
+  const seconds = (end - first) / 1000;
+  return { variant: v.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
+}
+
+/** Single jobs `gapMs` apart into an idle runner: addJob call to task start. */
+export async function graphileLatency(connectionString: string, n: number, gapMs: number, v: GraphileVariant): Promise<LatencySummary & { variant: string }> {
+  const wu = await utils(connectionString);
+  const samples: number[] = [];
+  const runner = await startRunner(connectionString, v, {
+    lat: async (payload) => {
+      samples.push(wallMs() - (payload as { t: number }).t);
+    },
+  });
+  const progress = new Progress('graphile: latency', n);
+  try {
+    await sleep(500);
+    const t0 = wallMs();
+    for (let i = 0; i < n; i++) {
+      const wait = t0 + i * gapMs - wallMs();
+      if (wait > 0) await sleep(wait);
+      await wu.addJob('lat', { t: wallMs() });
+      progress.update(samples.length);
+    }
+    const deadline = Date.now() + 30_000;
+    while (samples.length < n && Date.now() < deadline) await sleep(20);
+    progress.update(samples.length);
+  } finally {
+    progress.done();
+    await runner.stop();
+    await wu.release();
+  }
+  return { variant: v.name, ...summarize(samples) };
+}

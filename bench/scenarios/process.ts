@@ -1,0 +1,103 @@
+// Process: /bin/true jobs through Skipjack's real 'process' executor (the CLI worker), against a
+// bare Node loop spawning /bin/true at the same concurrency, and a posix_spawn loop in C.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createBenchDatabase } from '../lib/postgres.js';
+import { note, Progress } from '../lib/progress.js';
+import { ratio, table } from '../lib/results.js';
+import { benchRoot, drainSpan, enqueueMany, startSkipjack, startWorkers, waitTerminal } from '../lib/skipjack.js';
+import type { ScenarioContext, ScenarioOutput } from './context.js';
+
+const TRUE = '/bin/true';
+
+async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
+  const db = await createBenchDatabase(ctx.pg, 'sj_process');
+  const sj = await startSkipjack(db.url);
+  try {
+    await enqueueMany(sj.client, n, { command: [TRUE] }, 'skipjack: enqueue');
+    const workers = await startWorkers(sj.server.url, 1, slots, { kind: 'cli' });
+    try {
+      await waitTerminal(sj.pool, n, `skipjack: ${slots} slots`);
+    } finally {
+      await workers.stop();
+    }
+    return await drainSpan(sj.pool);
+  } finally {
+    await sj.close();
+    await db.drop();
+  }
+}
+
+/** spawn() with piped output, like the supervisor, `conc` at a time. */
+async function nodeLoop(n: number, conc: number): Promise<{ seconds: number; jobsPerSec: number }> {
+  const progress = new Progress('node spawn loop', n);
+  const t0 = performance.now();
+  let started = 0;
+  let finished = 0;
+  await new Promise<void>((resolve, reject) => {
+    const next = () => {
+      if (finished === n) return resolve();
+      if (started >= n) return;
+      started++;
+      const child = spawn(TRUE, [], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.resume();
+      child.stderr.resume();
+      child.once('error', reject);
+      child.once('close', () => {
+        finished++;
+        progress.update(finished);
+        next();
+      });
+    };
+    for (let i = 0; i < conc; i++) next();
+  });
+  progress.done();
+  const seconds = (performance.now() - t0) / 1000;
+  return { seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
+}
+
+function posixSpawnLoop(n: number, conc: number): { seconds: number; jobsPerSec: number } | null {
+  if (!existsSync('/usr/bin/cc') && !existsSync('/bin/cc')) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'skipjack-bench-spawn-'));
+  try {
+    const bin = join(dir, 'spawn-true');
+    execFileSync('cc', ['-O2', '-o', bin, join(benchRoot, 'spawn-true.c')], { stdio: 'inherit' });
+    const seconds = Number(execFileSync(bin, [TRUE, String(n), String(conc)]).toString().trim());
+    return { seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
+  } catch (err) {
+    note(`posix_spawn baseline skipped: ${(err as Error).message}`);
+    return null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function processSpawn(ctx: ScenarioContext): Promise<ScenarioOutput> {
+  const n = ctx.quick ? 500 : 2_000;
+  const slots = 8;
+  const sj = await skipjackRun(ctx, n, slots);
+  note(`skipjack: ${sj.jobsPerSec} jobs/s`);
+  const nodeRes = await nodeLoop(n, slots);
+  note(`node loop: ${nodeRes.jobsPerSec} jobs/s`);
+  const c = posixSpawnLoop(n, slots);
+  if (c) note(`posix_spawn: ${c.jobsPerSec} jobs/s`);
+  const peers: ScenarioOutput['peers'] = { 'node-spawn-loop': nodeRes };
+  if (c) peers.posix_spawn = c;
+  return {
+    skipjack: { concurrency: slots, ...sj },
+    peers,
+    ratios: { 'jobsPerSec vs node-spawn-loop': ratio(sj.jobsPerSec, nodeRes.jobsPerSec), 'jobsPerSec vs posix_spawn': c ? ratio(sj.jobsPerSec, c.jobsPerSec) : null },
+    notes: [
+      `${n} ${TRUE} jobs at concurrency ${slots}. Skipjack: one CLI worker (skipjack worker --slots ${slots}), process executor; min(started_at) to max(finished_at).`,
+      'node loop: child_process.spawn with piped stdout/stderr, waits for close. posix_spawn: C loop compiled into a temp dir, waitpid(-1).',
+    ],
+    table: table([
+      ['system', 'jobs', 'seconds', 'jobs/s'],
+      [`skipjack (cli worker, ${slots} slots)`, sj.jobs, sj.seconds, sj.jobsPerSec],
+      [`node spawn loop (${slots} at once)`, n, nodeRes.seconds, nodeRes.jobsPerSec],
+      [`posix_spawn C loop (${slots} at once)`, c ? n : null, c?.seconds, c?.jobsPerSec],
+    ]),
+  };
+}

@@ -1,0 +1,87 @@
+// Throughput: a queued backlog of noop jobs drained by real worker processes over HTTP, against
+// graphile-worker and pg-boss draining the same number of noop jobs on the same PostgreSQL.
+import { graphileBatched, graphileDefault, graphileDrain, type DrainResult } from '../peers/graphile.js';
+import { pgbossDrain, pgbossThroughput } from '../peers/pgboss.js';
+import { createBenchDatabase, withBenchDatabase } from '../lib/postgres.js';
+import { childProfileArgs, profiled } from '../lib/profile.js';
+import { note } from '../lib/progress.js';
+import { ratio, table } from '../lib/results.js';
+import { drainSpan, enqueueMany, startSkipjack, startWorkers, waitTerminal } from '../lib/skipjack.js';
+import type { ScenarioContext, ScenarioOutput } from './context.js';
+
+interface SkipjackConfig {
+  processes: number;
+  slots: number;
+}
+
+async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig) {
+  const label = `${c.processes}x${c.slots}`;
+  const db = await createBenchDatabase(ctx.pg, `sj_tp_${label}`);
+  const sj = await startSkipjack(db.url);
+  try {
+    await enqueueMany(sj.client, n, { command: ['true'] }, `skipjack ${label}: enqueue`);
+    return await profiled(ctx.profileDir, `throughput-${label}`, async () => {
+      const workers = await startWorkers(sj.server.url, c.processes, c.slots, { nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`) });
+      try {
+        await waitTerminal(sj.pool, n, `skipjack ${label}: drain`);
+      } finally {
+        await workers.stop();
+      }
+      return { config: `${c.processes} process${c.processes > 1 ? 'es' : ''} x ${c.slots} slots`, ...(await drainSpan(sj.pool)) };
+    });
+  } finally {
+    await sj.close();
+    await db.drop();
+  }
+}
+
+export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> {
+  const n = ctx.quick ? 5_000 : 20_000;
+  const configs: SkipjackConfig[] = ctx.quick
+    ? [{ processes: 1, slots: 500 }, { processes: 2, slots: 250 }]
+    : [{ processes: 1, slots: 200 }, { processes: 1, slots: 500 }, { processes: 2, slots: 250 }];
+  const sjRuns: Awaited<ReturnType<typeof skipjackDrain>>[] = [];
+  const peerRuns: Record<string, DrainResult[]> = { 'graphile-worker': [], 'pg-boss': [] };
+  // Alternate: a Skipjack config, then a peer variant, and so on, each on a fresh database.
+  const peerSteps: [string, () => Promise<DrainResult>][] = [
+    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_default', (url) => graphileDrain(url, n, graphileDefault))],
+    ['pg-boss', () => withBenchDatabase(ctx.pg, 'pgboss', (url) => pgbossDrain(url, n, pgbossThroughput))],
+    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_batched', (url) => graphileDrain(url, n, graphileBatched))],
+  ];
+  const rounds = Math.max(configs.length, peerSteps.length);
+  for (let i = 0; i < rounds; i++) {
+    if (configs[i]) {
+      const r = await skipjackDrain(ctx, n, configs[i]);
+      note(`skipjack ${r.config}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`);
+      sjRuns.push(r);
+    }
+    if (peerSteps[i]) {
+      const [peer, step] = peerSteps[i];
+      const r = await step();
+      note(`${peer} ${r.variant}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`);
+      peerRuns[peer].push(r);
+    }
+  }
+  const best = <T extends { jobsPerSec: number }>(xs: T[]) => xs.reduce((a, b) => (b.jobsPerSec > a.jobsPerSec ? b : a));
+  const sjBest = best(sjRuns);
+  const peers: ScenarioOutput['peers'] = {};
+  const ratios: ScenarioOutput['ratios'] = {};
+  for (const [peer, runs] of Object.entries(peerRuns)) {
+    const b = best(runs);
+    peers[peer] = { jobsPerSec: b.jobsPerSec, seconds: b.seconds, best: b.variant, runs };
+    ratios[`jobsPerSec vs ${peer}`] = ratio(sjBest.jobsPerSec, b.jobsPerSec);
+  }
+  const rows: (string | number)[][] = [['system / config', 'jobs', 'seconds', 'jobs/s']];
+  for (const r of sjRuns) rows.push([`skipjack ${r.config}`, r.jobs, r.seconds, r.jobsPerSec]);
+  for (const [peer, runs] of Object.entries(peerRuns)) for (const r of runs) rows.push([`${peer} ${r.variant}`, r.jobs, r.seconds, r.jobsPerSec]);
+  return {
+    skipjack: { jobsPerSec: sjBest.jobsPerSec, seconds: sjBest.seconds, best: sjBest.config, runs: sjRuns },
+    peers,
+    ratios,
+    notes: [
+      `${n} noop jobs queued before the clock starts. Skipjack: min(started_at) to max(finished_at) in the jobs table, workers are separate processes over HTTP (executor 'noop').`,
+      'graphile-worker: first task start to its last row leaving _private_jobs; pg-boss: min(started_on) to max(completed_on). Both run in the bench process.',
+    ],
+    table: table(rows),
+  };
+}
