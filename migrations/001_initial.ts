@@ -106,11 +106,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (job_id, attempt, byte_offset)
     );
 
-    -- Wake long-polling claimers. The payload is the epoch second the job becomes due, so a
-    -- listener can arm a timer for a delayed job; identical payloads in one transaction fold into one.
+    -- Wake long-polling claimers. The payload is the epoch millisecond (rounded down) the job becomes
+    -- due, so a listener can arm a timer for a delayed job; identical payloads in one transaction fold into one.
     CREATE FUNCTION skipjack_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      PERFORM pg_notify('skipjack_jobs', NEW.queue || ' ' || extract(epoch FROM NEW.run_at)::bigint::text);
+      PERFORM pg_notify('skipjack_jobs', NEW.queue || ' ' || floor(extract(epoch FROM NEW.run_at) * 1000)::bigint::text);
       RETURN NULL;
     END $$;
     CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs

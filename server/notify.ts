@@ -62,8 +62,8 @@ export class NotifyHub {
 
   /** A job due later arms a timer, so its claimers wake when it becomes due. */
   private dispatchDue(payload: string) {
-    const dueEpoch = Number(payload.split(' ')[1]);
-    const delay = Number.isFinite(dueEpoch) ? dueEpoch * 1000 - Date.now() : 0;
+    const dueMs = Number(payload.split(' ')[1]);
+    const delay = Number.isFinite(dueMs) ? dueMs - Date.now() : 0;
     const fire = () => {
       this.jobsSeq++;
       for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);

@@ -106,6 +106,9 @@ export class WorkerAgent {
       const free = this.slots - this.running.size;
       if (free <= 0) {
         await new Promise<void>((r) => (this.slotFreed = r));
+        // Jobs released in one batch free their slots in the same turn: let them all land, so
+        // the next claim asks for all of them at once instead of one.
+        await new Promise((r) => setImmediate(r));
         continue;
       }
       try {
