@@ -6,6 +6,7 @@ import type { NotifyHub } from './notify.js';
 import type { Metrics } from './metrics.js';
 import type { PlacementSettings } from './placement/settings.js';
 import type { IdleClaims } from './idle-claims.js';
+import type { KnownWorkers } from './placement/workers.js';
 import type { MicroBatcher } from './micro-batcher.js';
 import type { Heartbeat } from './store/workers.js';
 import type { WorkerHeartbeatResponse } from '../protocol/types.js';
@@ -18,6 +19,7 @@ export interface AppContext {
   metrics: Metrics;
   placement: PlacementSettings;
   idleClaims: IdleClaims;
+  knownWorkers: KnownWorkers;
   /** Worker heartbeats, gathered for a moment and written in one statement. */
   heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;
   /** Aborted when the server starts to close: long-polls answer at once, empty. */

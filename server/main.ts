@@ -15,6 +15,7 @@ import { markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
+import { KnownWorkers } from './placement/workers.js';
 import { startDueWakeups } from './loops/due-wakeups.js';
 
 export interface RunningServer {
@@ -40,7 +41,10 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   setMaxListeners(0, closing.signal);
   // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
   const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
-  const app = createApp({ db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), closing: closing.signal });
+  const app = createApp({
+    db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(),
+    knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs), closing: closing.signal,
+  });
   const dueWakeups = startDueWakeups(db, hub);
   const loops: Loop[] = [
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {

@@ -155,7 +155,7 @@ export class WorkerAgent {
   }
 
   private async heartbeat(): Promise<void> {
-    const leases = [...this.running.values()].filter((r) => !r.leaseLost).map((r) => r.lease);
+    const leases = [...this.running.values()].filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
     try {
       const answer = await this.client.workerHeartbeat(this.id, leases);
       for (const id of answer.cancel) {

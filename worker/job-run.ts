@@ -21,6 +21,8 @@ export interface JobRunDeps {
 
 export class JobRun {
   leaseLost = false;
+  /** Set once the outcome is on its way: the lease ends with it, so heartbeats leave it out. */
+  releasing = false;
   private stopReason: StopReason | null = null;
   private proc!: SupervisedProcess;
   private shipper!: LogShipper;
@@ -106,6 +108,7 @@ export class JobRun {
   }
 
   private async release(release: Release): Promise<void> {
+    this.releasing = true;
     const r = release;
     this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
     const answer = await this.deps.releases.release(this.job.id, release);

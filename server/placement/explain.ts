@@ -3,7 +3,7 @@ import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob, 
 import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { toPlacementJob } from './rows.js';
-import { liveWorkers, workersSeenWithin } from './workers.js';
+import { liveWorkers } from './workers.js';
 
 export interface PlacementExplanation {
   jobId: number;
@@ -34,7 +34,7 @@ export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<Pl
  * idle, or null when one could, or when none is known at all (the job then waits, and says so).
  */
 export async function unplaceableReasons(ctx: AppContext, jobs: PlacementJob[]): Promise<(string | null)[]> {
-  const known = await workersSeenWithin(ctx.db, ctx.placement.knownWorkerWindowMs);
+  const known = await ctx.knownWorkers.get();
   const now = Date.now();
   return jobs.map((job) => {
     // A queue nobody serves yet is a wait, not a "no": its workers may be on their way.

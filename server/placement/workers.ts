@@ -14,6 +14,36 @@ export async function workersSeenWithin(db: Db, windowMs: number): Promise<Place
   return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
 }
 
+/**
+ * The workers seen within the window, as they would be idle, cached for a moment: every enqueue
+ * asks, and a second-old answer is as good as a fresh one for "could anything ever run this".
+ */
+export class KnownWorkers {
+  private cached: { at: number; workers: Promise<PlacementWorker[]> } | null = null;
+
+  constructor(private db: Db, private windowMs: number, private maxAgeMs = 1000) {}
+
+  get(): Promise<PlacementWorker[]> {
+    if (!this.cached || Date.now() - this.cached.at > this.maxAgeMs) {
+      const workers = this.load();
+      this.cached = { at: Date.now(), workers };
+      workers.catch(() => (this.cached = null));
+    }
+    return this.cached.workers;
+  }
+
+  /** A worker registered through this server counts at once. */
+  invalidate(): void {
+    this.cached = null;
+  }
+
+  private async load(): Promise<PlacementWorker[]> {
+    const rows = (await sql<WorkerRow>`
+      SELECT * FROM workers WHERE last_seen_at > now() - ${this.windowMs} * interval '1 millisecond'`.execute(this.db)).rows;
+    return rows.map((r) => toPlacementWorker(r));
+  }
+}
+
 /** Workers that can take work now: active and not silent past `goneAfterMs`. */
 export async function liveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWorker[]> {
   const seen = await workersSeenWithin(db, goneAfterMs);

@@ -17,6 +17,7 @@ export function workerRoutes(ctx: AppContext): Router {
 
   r.post('/workers', async (req, res) => {
     const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'));
+    ctx.knownWorkers.invalidate();
     ctx.log.info({ workerId: w.id, name: w.name, region: w.region, slots: w.slots }, 'worker registered');
     const body: RegisterResponse = { id: w.id, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)) };
     res.status(201).json(body);
