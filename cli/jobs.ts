@@ -1,5 +1,5 @@
 // Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain.
-import type { SkipjackClient } from '../protocol/client.js';
+import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
 import type { EnqueueJob } from '../protocol/schemas.js';
 import type { JobView } from '../protocol/types.js';
 
@@ -82,7 +82,7 @@ async function waitForPlacement(client: SkipjackClient, id: number): Promise<{ o
 export async function followLogs(client: SkipjackClient, id: number): Promise<void> {
   // The follow stream ends when the job does; a dropped connection resumes after the bytes seen.
   const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
-  if (!res.ok || !res.body) throw new Error(`logs: HTTP ${res.status} ${await res.text()}`);
+  if (res.status >= 400) throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
   for await (const chunk of res.body) process.stdout.write(chunk);
 }
 

@@ -28,7 +28,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     host: env.HOST ?? '127.0.0.1',
     databaseUrl: env.DATABASE_URL ?? '',
     leaseTtlMs,
-    reaperIntervalMs: num(env.SKIPJACK_REAPER_INTERVAL_MS, 2_000),
+    reaperIntervalMs: num(env.SKIPJACK_REAPER_INTERVAL_MS, 5_000),
     workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
