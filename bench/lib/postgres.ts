@@ -1,11 +1,12 @@
 // Which PostgreSQL the bench uses, and a fresh database per system under test.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../../server/embedded-postgres.js';
+import { freePort, startEmbeddedPostgres, withDatabase } from '../../server/embedded-postgres.js';
+
+export { freePort, withDatabase };
 
 export interface BenchPostgres {
   adminUrl: string;
@@ -62,12 +63,6 @@ export async function adminQuery(url: string, text: string, values?: unknown[]):
   }
 }
 
-export function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
 const live = new Set<string>();
 let liveAdmin = '';
 
@@ -93,18 +88,6 @@ export async function dropLeftoverDatabases(): Promise<void> {
     live.delete(name);
     await adminQuery(liveAdmin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export async function withBenchDatabase<T>(pgs: BenchPostgres, label: string, fn: (url: string) => Promise<T>): Promise<T> {

@@ -33,3 +33,21 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
 export const wallMs = () => performance.timeOrigin + performance.now();
+
+/**
+ * The latency scenario's load: one job every gapMs (sent with its send time), then wait up to
+ * 30 s for `samples` to fill. Peers share it, so each is paced the same way.
+ */
+export async function sendPaced(n: number, gapMs: number, send: (sentAt: number) => Promise<unknown>, samples: number[], progress: { update(done: number): void }): Promise<void> {
+  await sleep(500);
+  const t0 = wallMs();
+  for (let i = 0; i < n; i++) {
+    const wait = t0 + i * gapMs - wallMs();
+    if (wait > 0) await sleep(wait);
+    await send(wallMs());
+    progress.update(samples.length);
+  }
+  const deadline = Date.now() + 30_000;
+  while (samples.length < n && Date.now() < deadline) await sleep(20);
+  progress.update(samples.length);
+}

@@ -2,7 +2,7 @@
 import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
 import pg from 'pg';
 import { Progress } from '../lib/progress.js';
-import { sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
+import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 
 const silent = new Logger(() => () => {});
 
@@ -98,17 +98,7 @@ export async function graphileLatency(connectionString: string, n: number, gapMs
   });
   const progress = new Progress('graphile: latency', n);
   try {
-    await sleep(500);
-    const t0 = wallMs();
-    for (let i = 0; i < n; i++) {
-      const wait = t0 + i * gapMs - wallMs();
-      if (wait > 0) await sleep(wait);
-      await wu.addJob('lat', { t: wallMs() });
-      progress.update(samples.length);
-    }
-    const deadline = Date.now() + 30_000;
-    while (samples.length < n && Date.now() < deadline) await sleep(20);
-    progress.update(samples.length);
+    await sendPaced(n, gapMs, (t) => wu.addJob('lat', { t }), samples, progress);
   } finally {
     progress.done();
     await runner.stop();

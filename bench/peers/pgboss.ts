@@ -2,7 +2,7 @@
 import { PgBoss } from 'pg-boss';
 import pg from 'pg';
 import { Progress } from '../lib/progress.js';
-import { sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
+import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 import type { DrainResult } from './graphile.js';
 
 export interface PgBossVariant {
@@ -81,17 +81,7 @@ export async function pgbossLatency(connectionString: string, n: number, gapMs: 
       const now = wallMs();
       for (const j of jobs) samples.push(now - j.data.t);
     });
-    await sleep(500);
-    const t0 = wallMs();
-    for (let i = 0; i < n; i++) {
-      const wait = t0 + i * gapMs - wallMs();
-      if (wait > 0) await sleep(wait);
-      await boss.send('lat', { t: wallMs() });
-      progress.update(samples.length);
-    }
-    const deadline = Date.now() + 30_000;
-    while (samples.length < n && Date.now() < deadline) await sleep(20);
-    progress.update(samples.length);
+    await sendPaced(n, gapMs, (t) => boss.send('lat', { t }), samples, progress);
   } finally {
     progress.done();
     await boss.stop({ graceful: true, timeout: 5000 });

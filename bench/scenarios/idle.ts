@@ -63,7 +63,9 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
     try {
       await waitForLine(child, (l) => l.startsWith('ready '), 60_000);
       child.stdout?.on('data', (d: Buffer) => (stats += d.toString()));
-      await sleep(3000);
+      // Let every poller's first claim (a real query) land before the window opens: the window
+      // measures what idle workers cost, not what joining costs.
+      await sleep(10_000);
       const loaded = await measureWindow(sj.pool, db.name, seconds, `idle: ${count} pollers`);
       note(`${count} pollers: ${loaded.transactionsPerSec} tx/s, ${loaded.statementsPerSec} statements/s, ${loaded.serverCpuPercent}% CPU`);
       await stopChild(child);

@@ -6,6 +6,7 @@ import { startServer } from '../../server/main.js';
 import { WorkerAgent, type WorkerOptions } from '../../worker/agent.js';
 import { exited, killGroup, killStartedProcesses, processGroupAlive, spawnWorkerProcess } from '../support/processes.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
+import { jobFinished } from '../support/server.js';
 
 let t: TestServer;
 const agents: WorkerAgent[] = [];
@@ -25,11 +26,7 @@ async function agent(queue: string, extra: Partial<WorkerOptions> = {}) {
   return w;
 }
 
-const finished = (id: number, timeoutMs = 20_000) =>
-  until(`job ${id} to finish`, async () => {
-    const j = await t.client.getJob(id);
-    return ['succeeded', 'failed', 'cancelled'].includes(j.state) ? j : undefined;
-  }, timeoutMs);
+const finished = (id: number, timeoutMs?: number) => jobFinished(t.client, id, timeoutMs);
 
 /** The job prints its shell's pid first: with setsid that is also its process group id. */
 async function groupOf(jobId: number): Promise<number> {

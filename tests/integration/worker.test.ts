@@ -2,6 +2,7 @@
 import { WorkerAgent } from '../../worker/agent.js';
 import { startServer } from '../../server/main.js';
 import { startTestServer, until, quietLog, type TestServer } from '../support/server.js';
+import { jobFinished } from '../support/server.js';
 import type { JobView } from '../../protocol/types.js';
 
 let t: TestServer;
@@ -17,11 +18,7 @@ async function startWorker(queue: string, serverUrl = t.server.url, extra: Parti
   return w;
 }
 
-const finished = (id: number, timeoutMs = 20_000) =>
-  until(`job ${id} to finish`, async () => {
-    const j = await t.client.getJob(id);
-    return ['succeeded', 'failed', 'cancelled'].includes(j.state) ? j : undefined;
-  }, timeoutMs);
+const finished = (id: number, timeoutMs?: number) => jobFinished(t.client, id, timeoutMs);
 
 test('enqueue → claim → run → succeeded, with stdout and stderr captured', async () => {
   await startWorker('e2e');

@@ -1,6 +1,7 @@
 // A real server on a loopback port over the test file's own database.
 import pino from 'pino';
 import { SkipjackClient } from '../../protocol/client.js';
+import { terminalStates } from '../../protocol/schemas.js';
 import { configFromEnv, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -30,6 +31,14 @@ export async function startTestServer(overrides: Partial<ServerConfig> = {}, tdb
       await own.drop();
     },
   };
+}
+
+/** Waits for the job to reach a final state, and returns it. */
+export function jobFinished(client: SkipjackClient, id: number, timeoutMs = 20_000) {
+  return until(`job ${id} to finish`, async () => {
+    const j = await client.getJob(id);
+    return terminalStates.includes(j.state) ? j : undefined;
+  }, timeoutMs);
 }
 
 export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {

@@ -1,44 +1,12 @@
 /** Output from supervised processes: byte-exact, contiguous offsets, and the cap with its marker. */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { coalesceChunks, OutputSequencer, truncationMarker, type OutputChunk } from '../../worker/output.js';
-import { superviseProcess, type ProcessSpec, type SupervisedProcess } from '../../worker/supervisor.js';
+import { supervisedProcesses } from '../support/supervised.js';
 
-const started: SupervisedProcess[] = [];
-let scratch: string;
-
-beforeEach(() => {
-  scratch = mkdtempSync(path.join(tmpdir(), 'skipjack-out-'));
-});
-
-afterEach(async () => {
-  for (const proc of started.splice(0)) {
-    if (proc.pid !== undefined && groupHasLiveMember(proc.pid)) process.kill(-proc.pid, 'SIGKILL');
-    await Promise.race([proc.done, new Promise((r) => setTimeout(r, 5000).unref())]); // a broken supervisor must not hang cleanup
-  }
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-function run(spec: ProcessSpec): { proc: SupervisedProcess; chunks: OutputChunk[] } {
-  const chunks: OutputChunk[] = [];
-  const proc = superviseProcess(spec, (chunk) => chunks.push(chunk));
-  started.push(proc);
-  return { proc, chunks };
-}
-
-function groupHasLiveMember(pgid: number): boolean {
-  return readdirSync('/proc').some((entry) => {
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return Number(pgrp) === pgid && state !== 'Z' && state !== 'X';
-    } catch {
-      return false;
-    }
-  });
-}
+const procs = supervisedProcesses('skipjack-out-');
+const run = procs.run;
 
 function expectContiguous(chunks: OutputChunk[]): void {
   let next = 0;
@@ -86,7 +54,7 @@ describe('output from a process', () => {
 
   test('past the cap, output is cut at exactly the cap, marked once, and the job runs to its end', async () => {
     const cap = 100_000;
-    const finished = path.join(scratch, 'finished');
+    const finished = path.join(procs.scratch(), 'finished');
     const script = [
       `${PATTERN_SOURCE}process.stdout.write(b.subarray(0, 300000));`,
       `process.stderr.write('later\\n');`,

@@ -6,40 +6,23 @@
  * Dead processes are judged by /proc, not by kill(-pgid, 0): on a host whose PID 1 does not reap
  * orphans, a killed grandchild stays a zombie in its group forever, and kill(pid, 0) succeeds on it.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   buildJobEnv,
   superviseProcess,
   type OutputChunk,
-  type ProcessSpec,
-  type SupervisedProcess,
 } from '../../worker/supervisor.js';
+import { supervisedProcesses } from '../support/supervised.js';
 
-const started: SupervisedProcess[] = [];
 const escapedPids: number[] = [];
-let scratch: string;
-
-beforeEach(() => {
-  scratch = mkdtempSync(path.join(tmpdir(), 'skipjack-sup-'));
-});
+const procs = supervisedProcesses('skipjack-sup-');
+const run = procs.run;
 
 afterEach(async () => {
   for (const pid of escapedPids.splice(0)) killQuietly(pid);
-  for (const proc of started.splice(0)) {
-    if (proc.pid !== undefined && liveGroupMembers(proc.pid).length > 0) process.kill(-proc.pid, 'SIGKILL');
-    await Promise.race([proc.done, new Promise((r) => setTimeout(r, 5000).unref())]); // a broken supervisor must not hang cleanup
-  }
-  rmSync(scratch, { recursive: true, force: true });
 });
 
-function run(spec: ProcessSpec): { proc: SupervisedProcess; chunks: OutputChunk[] } {
-  const chunks: OutputChunk[] = [];
-  const proc = superviseProcess(spec, (chunk) => chunks.push(chunk));
-  started.push(proc);
-  return { proc, chunks };
-}
 
 function text(chunks: OutputChunk[]): string {
   return Buffer.concat(chunks.map((c) => c.data)).toString();
@@ -190,12 +173,12 @@ describe('leftovers after the main process exits', () => {
       'C=$(cat c.pid)',
       'while [ "$(cut -d" " -f3 /proc/$C/stat)" != Z ]; do sleep 0.01; done',
     ].join('\n');
-    const { proc, chunks } = run({ command: ['sh', '-c', script], cwd: scratch, killGraceSeconds: 0.3 });
+    const { proc, chunks } = run({ command: ['sh', '-c', script], cwd: procs.scratch(), killGraceSeconds: 0.3 });
     const pgid = proc.pid!;
     await waitForText(chunks, '\n');
     escapedPids.push(Number(text(chunks).trim())); // before awaiting done, so cleanup has it either way
     const result = await proc.done;
-    const zombie = Number(readFileSync(path.join(scratch, 'c.pid'), 'utf8'));
+    const zombie = Number(readFileSync(path.join(procs.scratch(), 'c.pid'), 'utf8'));
 
     expect(procStat(zombie)).toEqual({ state: 'Z', pgid }); // the premise: a zombie is still in the group
     expect(result).toMatchObject({ reason: 'exited', exitCode: 0, warnings: [] });
@@ -231,7 +214,7 @@ describe('spawn failures', () => {
   });
 
   test('a file without execute permission resolves spawn_failed with EACCES', async () => {
-    const script = path.join(scratch, 'not-executable.sh');
+    const script = path.join(procs.scratch(), 'not-executable.sh');
     writeFileSync(script, '#!/bin/sh\necho hi\n');
     chmodSync(script, 0o644);
     const result = await run({ command: [script] }).proc.done;
@@ -240,14 +223,14 @@ describe('spawn failures', () => {
   });
 
   test('a missing working directory resolves spawn_failed and names the directory', async () => {
-    const cwd = path.join(scratch, 'missing');
+    const cwd = path.join(procs.scratch(), 'missing');
     const result = await run({ command: ['true'], cwd }).proc.done;
     expect(result.reason).toBe('spawn_failed');
     expect(result.error).toBe(`working directory ${cwd} does not exist`);
   });
 
   test('a working directory that is a file resolves spawn_failed', async () => {
-    const file = path.join(scratch, 'file');
+    const file = path.join(procs.scratch(), 'file');
     writeFileSync(file, '');
     const result = await run({ command: ['true'], cwd: file }).proc.done;
     expect(result).toMatchObject({ reason: 'spawn_failed', error: `working directory ${file} is not a directory` });
@@ -281,10 +264,10 @@ describe('exit status, env and cwd', () => {
       const { proc, chunks } = run({
         command: ['sh', '-c', script],
         env: { FOO: 'bar baz', HOME: '/tmp/skipjack-home' },
-        cwd: scratch,
+        cwd: procs.scratch(),
       });
       await proc.done;
-      expect(text(chunks)).toBe(`bar baz|unset|${realpathSync(scratch)}|/tmp/skipjack-home`);
+      expect(text(chunks)).toBe(`bar baz|unset|${realpathSync(procs.scratch())}|/tmp/skipjack-home`);
     } finally {
       delete process.env.SKIPJACK_TEST_WORKER_SECRET;
     }
@@ -300,7 +283,7 @@ describe('exit status, env and cwd', () => {
     const proc = superviseProcess({ command: ['sh', '-c', 'echo a; echo b >&2; exit 4'] }, () => {
       throw new Error('shipper broke');
     });
-    started.push(proc);
+    procs.track(proc);
     const result = await proc.done;
     expect(result).toMatchObject({ reason: 'exited', exitCode: 4, outputBytes: 4 });
     expect(result.warnings).toEqual(['onOutput threw (further errors not reported): shipper broke']);
