@@ -31,7 +31,7 @@ export interface RawResponse {
 
 // undici's own request API over one keep-alive agent: about a third of fetch's cost per call,
 // which matters to a worker that claims, heartbeats and releases all day.
-const agent = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+const agent = new Agent({ keepAliveTimeout: 30_000 });
 
 export class SkipjackClient {
   readonly baseUrl: string;
