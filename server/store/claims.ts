@@ -39,9 +39,11 @@ export async function claimJobs(db: Db, settings: PlacementSettings, workerId: s
 }
 
 
+// A row lock, not an update: liveness comes from heartbeats, and a claim need not write the row.
+// NO KEY: it must not block the foreign-key checks of jobs being assigned to this worker.
 async function lockWorker(trx: Transaction<Database>, workerId: string): Promise<WorkerRow> {
   const row = (await sql<WorkerRow>`
-    UPDATE workers SET last_seen_at = now() WHERE id = ${workerId} RETURNING *`.execute(trx)).rows[0];
+    SELECT * FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE`.execute(trx)).rows[0];
   if (!row) throw notFound(`worker ${workerId}`);
   return row;
 }
