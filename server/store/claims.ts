@@ -112,6 +112,7 @@ async function startAssigned(trx: Transaction<Database>, workerId: string, ttlMs
 }
 
 async function leaseStart(trx: Transaction<Database>, where: RawBuilder<unknown>, workerId: string, ttlMs: number) {
+  // The run's job_attempts row is written once, when it ends; until then the job row is the record.
   return (await sql<JobRow>`
     WITH claimed AS (
       UPDATE jobs SET state = 'running', worker_id = ${workerId}, lease_token = gen_random_uuid(),
@@ -119,8 +120,6 @@ async function leaseStart(trx: Transaction<Database>, where: RawBuilder<unknown>
         started_at = now(), assigned_at = NULL, waiting_reason = NULL, exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
       WHERE ${where}
       RETURNING *
-    ), recorded AS (
-      INSERT INTO job_attempts (job_id, attempt, worker_id) SELECT id, runs, worker_id FROM claimed
     )
     SELECT * FROM claimed ORDER BY priority DESC, run_at, id`.execute(trx)).rows;
 }

@@ -32,7 +32,7 @@ export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: num
         ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
         ${col(reasonOf)}::text[]) AS i(id, token, outcome, exit_code, signal, error, reason)
     ), cur AS (
-      SELECT j.id, j.runs, j.worker_id, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
+      SELECT j.id, j.runs, j.worker_id, j.started_at, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
           WHEN i.outcome = 'succeeded' THEN 'succeeded'
           WHEN i.outcome = 'cancelled' OR j.cancel_requested THEN 'cancelled'
           WHEN i.outcome = 'requeue' THEN 'pending'
@@ -54,27 +54,24 @@ export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: num
       FROM cur WHERE j.id = cur.id
       RETURNING j.*, cur.worker_id AS released_by
     ), recorded AS (
-      UPDATE job_attempts a SET ended_at = now(), outcome = cur.outcome, exit_code = cur.exit_code,
-        signal = cur.signal, error = cur.error, end_reason = cur.reason
-      FROM cur WHERE a.job_id = cur.id AND a.attempt = cur.runs
+      INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
+      SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
     )
     SELECT * FROM released`.execute(db)).rows;
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/** Closes the current run as 'restarted' and opens the next one; the lease stays. */
+/** Records the current run as 'restarted' and starts the next one; the lease stays. */
 export async function recordRestart(db: Db, jobId: number, r: z.output<typeof restartSchema>): Promise<number> {
   const row = (await sql<{ runs: number }>`
     WITH cur AS (
-      SELECT id, runs FROM jobs WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running' FOR UPDATE
+      SELECT id, runs, worker_id, started_at FROM jobs
+      WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running' FOR UPDATE
     ), closed AS (
-      UPDATE job_attempts a SET ended_at = now(), outcome = 'restarted', exit_code = ${r.exitCode ?? null},
-        signal = ${r.signal ?? null}, end_reason = ${r.reason ?? 'exited'}
-      FROM cur WHERE a.job_id = cur.id AND a.attempt = cur.runs
+      INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, end_reason)
+      SELECT id, runs, worker_id, started_at, now(), 'restarted', ${r.exitCode ?? null}::int, ${r.signal ?? null}::text, ${r.reason ?? 'exited'}::text FROM cur
     ), bumped AS (
-      UPDATE jobs j SET runs = j.runs + 1 FROM cur WHERE j.id = cur.id RETURNING j.id, j.runs, j.worker_id
-    ), opened AS (
-      INSERT INTO job_attempts (job_id, attempt, worker_id) SELECT id, runs, worker_id FROM bumped
+      UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id RETURNING j.runs
     )
     SELECT runs FROM bumped`.execute(db)).rows[0];
   if (!row) throw staleLease(jobId);

@@ -19,13 +19,12 @@ export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob
         error = 'lease expired: the worker stopped heartbeating',
         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN now() END
       FROM expired WHERE j.id = expired.id
-      RETURNING j.id, j.state, expired.worker_id, j.runs, j.attempts
+      RETURNING j.id, j.state, expired.worker_id, j.runs, j.attempts, j.started_at
     ), recorded AS (
-      UPDATE job_attempts a SET ended_at = now(), outcome = 'lost', end_reason = 'lost',
-        error = 'lease expired: the worker stopped heartbeating'
-      FROM reaped WHERE a.job_id = reaped.id AND a.attempt = reaped.runs
+      INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, error)
+      SELECT id, runs, worker_id, started_at, now(), 'lost', 'lost', 'lease expired: the worker stopped heartbeating' FROM reaped
     )
-    SELECT * FROM reaped`.execute(db)).rows;
+    SELECT id, state, worker_id, runs, attempts FROM reaped`.execute(db)).rows;
 }
 
 /** Workers not seen for `silentMs` are gone: they no longer count as capacity. */

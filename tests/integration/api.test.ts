@@ -85,6 +85,9 @@ test('claim, heartbeat, log, release: the happy path, and fencing against a stal
   expect(await status(t.client.request('POST', `/jobs/${job.id}/heartbeat`, { leaseToken: lease }))).toBe(409);
   const still = await t.client.getJob(job.id);
   expect(still).toMatchObject({ state: 'running', exitCode: null, workerId: w2.id });
+  // The run in progress is listed with the ended ones, without an outcome yet.
+  const during = (await t.client.request<{ attempts: { attempt: number; outcome: string | null; worker_id: string }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+  expect(during.map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([[1, 'lost', w2.id], [2, null, w2.id]]);
   const done = await t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
   expect(done.state).toBe('succeeded');
   const attempts = (await t.client.request<{ attempts: { outcome: string }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
