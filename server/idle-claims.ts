@@ -15,6 +15,10 @@ export class IdleClaims {
 
   remember(workerId: string, seq: number, max: number): void {
     this.idle.set(workerId, { seq, max, at: Date.now() });
+    // Workers come and go; entries past their recheck time are useless, so they go too.
+    if (this.idle.size > 10_000) {
+      for (const [id, e] of this.idle) if (Date.now() - e.at >= this.recheckMs) this.idle.delete(id);
+    }
   }
 
   forget(workerId: string): void {
