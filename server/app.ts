@@ -2,6 +2,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { sql } from 'kysely';
 import type { AppContext } from './context.js';
+import { authenticate } from './auth.js';
 import { HttpError } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -12,6 +13,7 @@ import { dashboardPage } from './dashboard.js';
 export function createApp(ctx: AppContext) {
   const app = express();
   app.disable('x-powered-by');
+  app.use(authenticate(ctx.config.tokens));
   app.use(express.json({ limit: '32mb' }));
   app.use(jobRoutes(ctx));
   app.use(workerRoutes(ctx));

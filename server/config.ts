@@ -1,3 +1,4 @@
+import { parseTokens, type TokenTable } from './auth.js';
 import { readPlacementSpec } from './placement/settings.js';
 
 // Server settings, from the environment; every one has a default that works on a laptop.
@@ -17,6 +18,8 @@ export interface ServerConfig {
   placement: unknown;
   /** Overrides the settings' default mode: --placement pull|central. */
   placementMode?: 'pull' | 'central';
+  /** Bearer tokens with scopes (SKIPJACK_TOKENS); none configured means no authentication. */
+  tokens: TokenTable;
 }
 
 const num = (v: string | undefined, fallback: number) => (v === undefined || v === '' ? fallback : Number(v));
@@ -33,9 +36,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     placement: readPlacementSpec(env.SKIPJACK_PLACEMENT),
+    tokens: parseTokens(env.SKIPJACK_TOKENS),
     ...overrides,
   };
   for (const [k, v] of Object.entries(config)) {
+    if (typeof v === 'object') continue;
     if (typeof v === 'number' && !(Number.isFinite(v) && v >= 0)) throw new Error(`config ${k}: expected a non-negative number, got ${v}`);
   }
   return config;

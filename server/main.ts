@@ -71,7 +71,10 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const server = await listen(app, config);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
-  log.info({ url }, 'skipjack server listening');
+  log.info({ url, auth: config.tokens.byHash.size > 0 }, 'skipjack server listening');
+  if (config.tokens.byHash.size === 0 && !isLoopback(config.host)) {
+    log.warn({ host: config.host }, 'no SKIPJACK_TOKENS set and listening beyond loopback: anyone who can reach this port can run commands on your workers');
+  }
   return {
     url,
     port,
@@ -94,6 +97,8 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
     server.keepAliveTimeout = 65_000;
   });
 }
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
 // Keep-alive sockets become idle as their last response ends; close each as it does, and cut
 // whatever is still open after a grace.

@@ -1,0 +1,42 @@
+// Bearer tokens with scopes, against a real server.
+import { SkipjackClient } from '../../protocol/client.js';
+import { parseTokens } from '../../server/auth.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const tokens = { admin: 'admin-token-0123456789', worker: 'worker-token-0123456789', enqueue: 'enqueue-token-0123456789' };
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer({ tokens: parseTokens(Object.entries(tokens).map(([s, k]) => `${s}:${k}`).join(',')) });
+});
+afterAll(async () => { await t.close(); });
+
+const as = (token?: string) => new SkipjackClient({ baseUrl: t.server.url, token });
+const status = (p: Promise<unknown>) => p.then(() => 200, (e: { status?: number }) => e.status ?? 0);
+
+test('without a token: probes answer, everything else is 401 and changes nothing', async () => {
+  expect((await fetch(`${t.server.url}/healthz`)).status).toBe(200);
+  expect((await fetch(`${t.server.url}/openapi.json`)).status).toBe(200);
+  expect(await status(as().enqueue({ command: ['true'] }))).toBe(401);
+  expect(await status(as('not-a-real-token-at-all').enqueue({ command: ['true'] }))).toBe(401);
+  expect((await as(tokens.admin).listJobs()).jobs).toEqual([]);
+});
+
+test('each scope reaches its own routes and no others', async () => {
+  const job = await as(tokens.enqueue).enqueue({ command: ['true'] });
+  expect(await status(as(tokens.enqueue).register({ name: 'sneaky' }))).toBe(403);
+  const w = await as(tokens.worker).register({ name: 'w' });
+  expect(await status(as(tokens.worker).enqueue({ command: ['rm', '-rf', '/'] }))).toBe(403);
+  const [claimed] = (await as(tokens.worker).claim(w.id, 1)).jobs;
+  expect(claimed.id).toBe(job.id);
+  expect(await status(as(tokens.enqueue).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded' }))).toBe(403);
+  expect(await status(as(tokens.worker).drain(w.id))).toBe(403);
+  expect((await as(tokens.worker).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 })).state).toBe('succeeded');
+  expect((await as(tokens.admin).drain(w.id)).state).toBe('draining');
+  const refused = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${tokens.worker}`, 'content-type': 'application/json' }, body: '{"command":["true"]}' });
+  expect(await refused.json()).toEqual({ error: 'forbidden', message: 'this needs a token with the enqueue scope; yours has worker' });
+});
+
+test('bad token settings fail at start with the reason', () => {
+  expect(() => parseTokens('root:abcdefghijklmnopqrstuvwxyz')).toThrow(/scope one of enqueue, worker, admin/);
+  expect(() => parseTokens('admin:short')).toThrow(/shorter than 16/);
+});
