@@ -80,7 +80,7 @@ async function waitForPlacement(client: SkipjackClient, id: number): Promise<{ o
 }
 
 export async function followLogs(client: SkipjackClient, id: number): Promise<void> {
-  // The follow stream ends when the job does; a dropped connection resumes after the bytes seen.
+  // The follow stream ends when the job does.
   const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
   if (res.status >= 400) throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
   for await (const chunk of res.body) process.stdout.write(chunk);

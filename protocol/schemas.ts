@@ -1,9 +1,12 @@
 // The wire API's request shapes. Server, worker and CLI share these so they cannot drift.
 import { z } from 'zod';
 
-const name = z.string().min(1).max(200);
+// PostgreSQL text cannot hold a NUL byte; refusing it here keeps it a 400, not a 500.
+const text = () => z.string().regex(/^[^\u0000]*$/, 'must not contain a NUL byte');
+const name = text().min(1).max(200);
+const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
 const signalName = z.string().regex(/^SIG[A-Z0-9]+$/, 'must be a signal name such as SIGTERM');
-const labelValue = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(50)]);
+const labelValue = z.union([text().min(1).max(200), z.array(text().min(1).max(200)).min(1).max(50)]);
 
 export const resourcesSchema = z.strictObject({
   cpu: z.number().int().min(0).max(10_000_000).optional(),
@@ -31,20 +34,20 @@ export const restartPolicySchema = z.strictObject({
 });
 
 export const enqueueJobSchema = z.strictObject({
-  command: z.array(z.string().max(100_000)).min(1, 'must name a program').max(10_000),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), z.string()).optional(),
-  secretEnv: z.array(z.string()).max(1000).optional(),
-  cwd: z.string().min(1).optional(),
+  command: z.array(text().max(100_000)).min(1, 'must name a program').max(10_000),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000)).optional(),
+  secretEnv: z.array(text().max(200)).max(1000).optional(),
+  cwd: text().min(1).max(4096).optional(),
   queue: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -').default('default'),
   priority: z.number().int().min(-1000).max(1000).default(0),
-  runAt: z.iso.datetime({ offset: true }).optional(),
+  runAt: z.iso.datetime({ offset: true }).refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999').optional(),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   retryBackoffSeconds: z.number().min(0).max(3600).default(2),
   timeoutSeconds: z.number().positive().max(7 * 86_400).optional(),
   killSignal: signalName.optional(),
   killGraceSeconds: z.number().min(0).max(3600).optional(),
   outputCapBytes: z.number().int().min(1024).max(1024 ** 3).optional(),
-  idempotencyKey: z.string().min(1).max(200).optional(),
+  idempotencyKey: text().min(1).max(200).optional(),
   constraints: constraintsSchema.optional(),
   preferences: z.array(preferenceSchema).max(20).optional(),
   restart: restartPolicySchema.optional(),
@@ -64,7 +67,7 @@ export const terminalStates: readonly JobState[] = ['succeeded', 'failed', 'canc
 
 export const listJobsQuerySchema = z.strictObject({
   state: z.enum(jobStates).optional(),
-  queue: z.string().optional(),
+  queue: text().max(64).optional(),
   cursor: z.coerce.number().int().positive().optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
@@ -84,12 +87,12 @@ export const capacitySchema = z.strictObject({
 
 export const registerWorkerSchema = z.strictObject({
   name: name,
-  hostname: z.string().max(255).optional(),
+  hostname: text().max(255).optional(),
   region: name.optional(),
-  labels: z.record(name, z.string().max(200)).default({}),
+  labels: z.record(name, text().max(200)).default({}),
   capacity: capacitySchema.default({ cpu: 1000, memoryMb: 1024, diskMb: 10_240, slots: 4 }),
-  queues: z.array(z.string().min(1)).min(1).max(100).default(['default']),
-  version: z.string().max(100).optional(),
+  queues: z.array(text().min(1).max(64)).min(1).max(100).default(['default']),
+  version: text().max(100).optional(),
 });
 export type RegisterWorker = z.input<typeof registerWorkerSchema>;
 
@@ -127,9 +130,9 @@ export type EndReason = (typeof endReasons)[number];
 export const releaseSchema = z.strictObject({
   leaseToken: z.uuid(),
   outcome: z.enum(['succeeded', 'failed', 'cancelled', 'requeue']),
-  exitCode: z.number().int().nullable().optional(),
+  exitCode: int32.nullable().optional(),
   signal: z.string().max(20).nullable().optional(),
-  error: z.string().max(10_000).nullable().optional(),
+  error: text().max(10_000).nullable().optional(),
   reason: z.enum(endReasons).optional(),
 });
 export type Release = z.input<typeof releaseSchema>;
@@ -137,7 +140,7 @@ export type Release = z.input<typeof releaseSchema>;
 /** A service job's process ended and its restart policy starts it again, under the same lease. */
 export const restartSchema = z.strictObject({
   leaseToken: z.uuid(),
-  exitCode: z.number().int().nullable().optional(),
+  exitCode: int32.nullable().optional(),
   signal: z.string().max(20).nullable().optional(),
   reason: z.enum(endReasons).optional(),
 });

@@ -1,7 +1,7 @@
 // One claimed job on this worker, from its first process to its release: runs it, ships its
 // output, restarts it when its policy says so, and releases it with the outcome.
 import type { Logger } from 'pino';
-import { ApiRequestError, UnreachableError, type SkipjackClient } from '../protocol/client.js';
+import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
 import type { Release } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { checkAllowed } from './allowlist.js';
@@ -100,7 +100,7 @@ export class JobRun {
           this.onLeaseLost();
           return false;
         }
-        if (!(err instanceof UnreachableError) && !(err instanceof ApiRequestError)) throw err;
+        // Anything else (an outage, a 5xx, a garbled answer) is worth another try.
         await sleep(backoff.next(), this.wake.signal);
         if (this.stopReason) return false;
       }
@@ -116,8 +116,11 @@ export class JobRun {
   }
 }
 
+/** The server keeps 10,000 characters of an error; a longer one must not sink a whole batch. */
+const clip = (s: string | undefined) => (s === undefined ? null : s.length > 10_000 ? `${s.slice(0, 9_990)}…` : s);
+
 function toRelease(leaseToken: string, r: ProcessResult, stopped: StopReason | null, crashLoop?: string): Release {
-  const base = { leaseToken, exitCode: r.exitCode, signal: r.signal, error: r.error ?? null };
+  const base = { leaseToken, exitCode: r.exitCode, signal: r.signal, error: clip(r.error) };
   if (crashLoop) return { ...base, outcome: 'failed', reason: 'crash_loop', error: crashLoop };
   // A stop we asked for wins over however the process happened to end.
   if (stopped === 'shutdown') return { ...base, outcome: 'requeue', reason: 'cancelled' };
@@ -126,7 +129,7 @@ function toRelease(leaseToken: string, r: ProcessResult, stopped: StopReason | n
     case 'exited':
       return { ...base, outcome: r.exitCode === 0 ? 'succeeded' : 'failed', reason: 'exited' };
     case 'timed_out':
-      return { ...base, outcome: 'failed', reason: 'timed_out', error: r.error ?? 'timed out' };
+      return { ...base, outcome: 'failed', reason: 'timed_out', error: base.error ?? 'timed out' };
     case 'spawn_failed':
       return { ...base, outcome: 'failed', reason: r.error?.startsWith('refused:') ? 'refused' : 'spawn_failed' };
     case 'cancelled':

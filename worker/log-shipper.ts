@@ -11,6 +11,7 @@ export class LogShipper {
   private pending: OutputChunk[] = [];
   private acked = 0;
   private flushing: Promise<void> | null = null;
+  /** Set when shipping stops for good: the lease is lost, or output can no longer be delivered whole. */
   private lost = false;
   private wake: (() => void) | null = null;
 
@@ -33,10 +34,6 @@ export class LogShipper {
   async flush(): Promise<void> {
     this.wake?.();
     while (this.flushing) await this.flushing;
-  }
-
-  get leaseLost(): boolean {
-    return this.lost;
   }
 
   // A short linger lets a burst of small writes go up as one request.
@@ -78,7 +75,12 @@ export class LogShipper {
     if (err instanceof ApiRequestError && err.code === 'log_gap') {
       const expected = (err.body as { expectedOffset?: number }).expectedOffset ?? 0;
       this.ack(expected);
-      return this.pending.length === 0 || this.pending[0].offset <= expected;
+      if (this.pending.length === 0 || this.pending[0].offset <= expected) return true;
+      // The bytes the server is missing are gone from here too: no retry can fill the gap.
+      this.onRefused(new Error(`output from byte ${expected} to ${this.pending[0].offset} was lost; the rest of this run's output is dropped`));
+      this.pending = [];
+      this.lost = true;
+      return true;
     }
     if (err instanceof ApiRequestError && (err.status === 409 || err.status === 404)) {
       this.lost = true;

@@ -59,7 +59,7 @@ async function lockLiveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWo
 async function recordSchedule(db: Db, r: ScheduleResult): Promise<void> {
   if (r.assigned.length > 0) {
     await sql`
-      UPDATE jobs SET state = 'assigned', worker_id = a.worker_id, assigned_at = now(), waiting_reason = NULL
+      UPDATE jobs SET state = 'assigned', worker_id = a.worker_id, assigned_at = now(), waiting_reason = NULL, placement_deadline_at = NULL
       FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
       WHERE jobs.id = a.id`.execute(db);
     for (const workerId of new Set(r.assigned.map((a) => a.workerId))) {

@@ -27,12 +27,16 @@ export async function claimJobs(db: Db, settings: PlacementSettings, workerId: s
   return db.transaction().execute(async (trx) => {
     const worker = await lockWorker(trx, workerId);
     if (worker.state !== 'active') return [];
-    const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.leaseTtlMs) : [];
+    const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.max, opts.leaseTtlMs) : [];
     const max = opts.max - assigned.length;
     const queues = worker.queues.filter((q) => settings.modeFor(q) === 'pull');
     if (max <= 0 || queues.length === 0) return assigned;
     const candidates = await selectCandidates(trx, worker, queues, max, opts.jobId);
     const chosen = choose(settings, worker, candidates, max);
+    // Rows we locked but leave behind free up at commit without a NOTIFY of their own; without
+    // one, claimers that skipped them as locked would sleep as if nothing were there. Only a claim
+    // that took something says so: one that took nothing would wake itself again, forever.
+    if (chosen.length > 0 && candidates.length > chosen.length) await sql`SELECT pg_notify('skipjack_jobs', '')`.execute(trx);
     if (chosen.length === 0) return assigned;
     return [...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))];
   });
@@ -53,12 +57,12 @@ async function lockWorker(trx: Transaction<Database>, workerId: string): Promise
  * over the pending index, so jobs bound to other regions are never read, however many wait.
  * The statement runs after the worker lock, so its allocation sees every claim before ours.
  */
-async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues: string[], max: number, jobId?: number): Promise<Candidate[]> {
-  return (await candidateQuery(w, queues, max, jobId).execute(trx)).rows;
+async function selectCandidates(trx: Transaction<Database>, w: WorkerRow, queues: string[], max: number, jobId?: number, lock = true): Promise<Candidate[]> {
+  return (await candidateQuery(w, queues, max, jobId, lock).execute(trx)).rows;
 }
 
 /** The candidate statement on its own, so a test can EXPLAIN what it reads. */
-export function candidateQuery(w: WorkerRow, queues: string[], max: number, jobId?: number): RawBuilder<Candidate> {
+export function candidateQuery(w: WorkerRow, queues: string[], max: number, jobId?: number, lock = true): RawBuilder<Candidate> {
   const labels = JSON.stringify(w.labels);
   const regionKinds: RawBuilder<unknown>[] = [sql`j.region_key IS NULL`, sql`j.region_key = '*' AND ${w.region}::text = ANY(j.regions)`];
   if (w.region) regionKinds.push(sql`j.region_key = ${w.region}`);
@@ -76,7 +80,7 @@ export function candidateQuery(w: WorkerRow, queues: string[], max: number, jobI
         SELECT 1 FROM jsonb_each(j.label_selector) AS s(k, v) WHERE NOT coalesce(v ? (${labels}::jsonb ->> s.k), false)))
     ORDER BY j.priority DESC, j.run_at, j.id
     LIMIT ${max}
-    FOR UPDATE OF j SKIP LOCKED`));
+    ${lock ? sql`FOR UPDATE OF j SKIP LOCKED` : sql``}`));
   // Locking is not allowed under UNION, so each branch is a CTE of its own.
   const ctes = branches.map((b, i) => sql`, ${sql.raw(`b${i}`)} AS (${b})`);
   const union = sql.join(branches.map((_, i) => sql.raw(`SELECT * FROM b${i}`)), sql` UNION ALL `);
@@ -107,8 +111,9 @@ async function startLeases(trx: Transaction<Database>, workerId: string, ids: nu
 }
 
 /** Central mode: the jobs the scheduler reserved on this worker start now. */
-async function startAssigned(trx: Transaction<Database>, workerId: string, ttlMs: number) {
-  return leaseStart(trx, sql`worker_id = ${workerId} AND state = 'assigned'`, workerId, ttlMs);
+async function startAssigned(trx: Transaction<Database>, workerId: string, max: number, ttlMs: number) {
+  return leaseStart(trx, sql`id IN (
+    SELECT id FROM jobs WHERE worker_id = ${workerId} AND state = 'assigned' ORDER BY assigned_at, id LIMIT ${max})`, workerId, ttlMs);
 }
 
 async function leaseStart(trx: Transaction<Database>, where: RawBuilder<unknown>, workerId: string, ttlMs: number) {
@@ -117,7 +122,8 @@ async function leaseStart(trx: Transaction<Database>, where: RawBuilder<unknown>
     WITH claimed AS (
       UPDATE jobs SET state = 'running', worker_id = ${workerId}, lease_token = gen_random_uuid(),
         lease_expires_at = now() + ${ttlMs} * interval '1 millisecond', attempts = attempts + 1, runs = runs + 1,
-        started_at = now(), assigned_at = NULL, waiting_reason = NULL, exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
+        started_at = now(), assigned_at = NULL, waiting_reason = NULL, placement_deadline_at = NULL,
+        exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
       WHERE ${where}
       RETURNING *
     )
@@ -140,7 +146,8 @@ export async function availableJobs(db: Db, settings: PlacementSettings, workerI
   const queues = w.queues.filter((q) => settings.modeFor(q) === 'pull');
   if (queues.length === 0) return [];
   return db.transaction().execute(async (trx) => {
-    const candidates = await selectCandidates(trx, w, queues, limit);
+    // A look, not a claim: no row locks, which would hide these jobs from real claims meanwhile.
+    const candidates = await selectCandidates(trx, w, queues, limit, undefined, false);
     const ids = choose(settings, w, candidates, Infinity).map((j) => j.id);
     if (ids.length === 0) return [];
     return (await trx.selectFrom('jobs').selectAll().where('id', 'in', ids)

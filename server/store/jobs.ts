@@ -18,7 +18,8 @@ function toInsertRow(job: EnqueueJobParsed) {
     secret_env: job.secretEnv ?? [],
     cwd: job.cwd ?? null,
     priority: job.priority,
-    run_at: job.runAt ?? new Date(),
+    // Unset, the database's clock decides: claims compare run_at with its now(), not ours.
+    ...(job.runAt ? { run_at: job.runAt } : {}),
     max_attempts: job.maxAttempts,
     retry_backoff_seconds: job.retryBackoffSeconds,
     timeout_seconds: job.timeoutSeconds ?? null,
@@ -34,11 +35,14 @@ function toInsertRow(job: EnqueueJobParsed) {
     need_memory_mb: c?.resources?.memoryMb ?? 0,
     need_disk_mb: c?.resources?.diskMb ?? 0,
     label_selector: labelSelector ? JSON.stringify(labelSelector) : null,
+    // The deadline counts from when the job is due, so a job for later is not failed before then.
     placement_deadline_at: job.placementDeadlineSeconds
-      ? new Date(Date.now() + job.placementDeadlineSeconds * 1000)
+      ? new Date(Math.max(Date.now(), job.runAt ? Date.parse(job.runAt) : 0) + job.placementDeadlineSeconds * 1000)
       : null,
   };
 }
+
+const INSERT_CHUNK = 1000;
 
 export interface EnqueueResult {
   job: JobRow;
@@ -49,12 +53,18 @@ export interface EnqueueResult {
 /** Inserts jobs in one statement. A job whose idempotency key exists already yields the existing job. */
 export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[]): Promise<EnqueueResult[]> {
   const rows = jobs.map(toInsertRow);
-  const inserted = (await db
+  const insert = (d: Db, part: typeof rows) => d
     .insertInto('jobs')
-    .values(rows)
+    .values(part)
     .onConflict((oc) => oc.column('idempotency_key').where('idempotency_key', 'is not', null).doNothing())
     .returningAll()
-    .execute()) as JobRow[];
+    .execute() as Promise<JobRow[]>;
+  // A statement takes at most 65,535 parameters: big batches go in parts, in one transaction.
+  const inserted = rows.length <= INSERT_CHUNK ? await insert(db, rows) : await db.transaction().execute(async (trx) => {
+    const all: JobRow[] = [];
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) all.push(...(await insert(trx as unknown as Db, rows.slice(i, i + INSERT_CHUNK))));
+    return all;
+  });
   if (inserted.length === rows.length && !rows.some((r) => r.idempotency_key)) {
     return inserted.map((job) => ({ job, created: true }));
   }
@@ -99,7 +109,7 @@ export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow
 
 /**
  * A job not yet running is cancelled at once. A running one is flagged; its worker learns on the
- * next heartbeat (or sooner, by NOTIFY), kills it and releases it as cancelled.
+ * next heartbeat (a third of the lease TTL at most), kills it and releases it as cancelled.
  */
 export async function cancelJob(db: Db, id: number): Promise<JobRow> {
   const row = (await sql<JobRow>`
@@ -111,10 +121,7 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
       worker_id = CASE WHEN state = 'assigned' THEN NULL ELSE worker_id END
     WHERE id = ${id} AND state IN ('pending', 'assigned', 'running')
     RETURNING *`.execute(db)).rows[0];
-  if (row) {
-    if (row.state === 'running') await sql`SELECT pg_notify('skipjack_cancel', ${row.worker_id} || ' ' || ${id})`.execute(db);
-    return row;
-  }
+  if (row) return row;
   const job = await getJob(db, id);
   throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });
 }

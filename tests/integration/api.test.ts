@@ -36,6 +36,9 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
     [{ command: ['x'], constraints: { region: 5 } }, 'body.constraints.region'],
     [{ command: ['x'], bogus: 1 }, 'body'],
     [{ jobs: [{ command: ['ok'] }, { command: 'bad' }] }, 'body.jobs.1.command'],
+    [{ command: ['echo', 'a\u0000b'] }, 'body.command.1'],
+    [{ command: ['x'], runAt: '0000-01-01T00:00:00Z' }, 'body.runAt'],
+    [{ command: ['x'], cwd: '/'.repeat(5000) }, 'body.cwd'],
   ];
   for (const [body, field] of cases) {
     const res = await post('/jobs', body);
@@ -49,6 +52,13 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
   expect((await fetch(`${t.server.url}/jobs/abc`)).status).toBe(400);
   expect((await fetch(`${t.server.url}/jobs/999999`)).status).toBe(404);
   expect(await count()).toBe(before);
+});
+
+test('a batch larger than one statement can carry is stored whole', async () => {
+  const { status: code, body } = await post('/jobs', { jobs: Array.from({ length: 3000 }, (_, i) => ({ command: ['true'], queue: 'big-batch', env: { I: String(i) } })) });
+  expect(code).toBe(201);
+  expect(body.jobs).toHaveLength(3000);
+  expect(body.jobs[2999].env).toEqual({ I: '2999' });
 });
 
 test('an idempotency key makes a repeat return the first job', async () => {
@@ -83,6 +93,8 @@ test('claim, heartbeat, log, release: the happy path, and fencing against a stal
   expect(await status(t.client.release(job.id, { leaseToken: lease, outcome: 'succeeded', exitCode: 0 }))).toBe(409);
   expect(await status(t.client.appendLogs(job.id, lease, [{ offset: 0, data: 'eA==' }]))).toBe(409);
   expect(await status(t.client.request('POST', `/jobs/${job.id}/heartbeat`, { leaseToken: lease }))).toBe(409);
+  // Out-of-range numbers are bad input, not a database error.
+  expect(await status(t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'failed', exitCode: 2 ** 40 }))).toBe(400);
   const still = await t.client.getJob(job.id);
   expect(still).toMatchObject({ state: 'running', exitCode: null, workerId: w2.id });
   // The run in progress is listed with the ended ones, without an outcome yet.

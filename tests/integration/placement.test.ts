@@ -122,6 +122,17 @@ describe('pull mode', () => {
     expect(failed.error).toBe('unplaceable: not placed within 0.5s; 0/1 workers fit: 1 no free slot');
   });
 
+  test('a placement deadline ends once the job is placed: its retries are not failed for it', async () => {
+    const mad = await t.client.register(worker('mad', 'mad'));
+    const job = await t.client.enqueue({ command: ['false'], constraints: { region: 'mad' }, placementDeadlineSeconds: 0.3, retryBackoffSeconds: 0 });
+    const [first] = (await t.client.claim(mad.id, 1)).jobs;
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await t.client.release(job.id, { leaseToken: first.leaseToken, outcome: 'failed', exitCode: 1 })).state).toBe('pending');
+    await new Promise((r) => setTimeout(r, 600)); // several reaper ticks past the original deadline
+    expect(await t.client.getJob(job.id)).toMatchObject({ state: 'pending', endReason: 'exited' });
+    expect((await t.client.claim(mad.id, 1)).jobs.map((j) => j.id)).toEqual([job.id]);
+  });
+
   test("the explain endpoint shows every worker's verdict and scores", async () => {
     const busy = await t.client.register(worker('busy', 'mad', { capacity: { cpu: 4000, memoryMb: 8000, diskMb: 1000, slots: 4 } }));
     const idle = await t.client.register(worker('idle', 'mad', { capacity: { cpu: 4000, memoryMb: 8000, diskMb: 1000, slots: 4 } }));
