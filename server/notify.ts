@@ -14,6 +14,10 @@ export class NotifyHub {
   private closed = false;
   /** Counts job wake-ups, so a claimer can tell whether one came while it was querying. */
   jobsSeq = 0;
+  /** Called when the due timer fires, and after a reconnect: finds the next due time. */
+  onDue: (() => void) | null = null;
+  private dueTimer: NodeJS.Timeout | null = null;
+  private nextDue = Infinity;
 
   constructor(private connectionString: string, private log: Logger) {}
 
@@ -45,6 +49,7 @@ export class NotifyHub {
           await this.connect();
           this.log.info('LISTEN connection restored');
           for (const ch of channels) this.dispatch(ch, '');
+          this.onDue?.(); // delayed jobs announced while we were away
         } catch {
           retry(Math.min(delay * 2, 5000));
         }
@@ -63,14 +68,25 @@ export class NotifyHub {
   /** A job due later arms a timer, so its claimers wake when it becomes due. */
   private dispatchDue(payload: string) {
     const dueMs = Number(payload.split(' ')[1]);
-    const delay = Number.isFinite(dueMs) ? dueMs - Date.now() : 0;
-    const fire = () => {
-      this.jobsSeq++;
-      for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);
-    };
-    if (delay <= 0) return fire();
-    const t = setTimeout(() => { this.timers.delete(t); fire(); }, Math.min(delay + 5, 2 ** 31 - 1));
-    this.timers.add(t);
+    if (Number.isFinite(dueMs) && dueMs > Date.now()) return this.armDue(dueMs);
+    this.jobsSeq++;
+    for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);
+  }
+
+  /**
+   * One timer, for the earliest due time known: a million delayed jobs cost one timer, not a
+   * million. When it fires, `onDue` looks up the next due time in the database.
+   */
+  armDue(dueMs: number): void {
+    if (this.closed || dueMs >= this.nextDue) return;
+    this.nextDue = dueMs;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = null;
+      this.nextDue = Infinity;
+      this.dispatchDue('');
+      this.onDue?.();
+    }, Math.min(Math.max(0, dueMs - Date.now()) + 5, 2 ** 31 - 1));
   }
 
   on(channel: Channel, fn: Listener): () => void {
@@ -110,6 +126,7 @@ export class NotifyHub {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const ch of channels) this.dispatch(ch, 'closing');

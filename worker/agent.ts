@@ -47,6 +47,7 @@ export class WorkerAgent {
   private stopHeartbeat = new AbortController();
   private shutdownPromise: Promise<void> | null = null;
   private releases: ReleaseBatcher;
+  private waitingPoll: { abort: AbortController; since: number } | null = null;
 
   constructor(private opts: WorkerOptions) {
     this.client = new SkipjackClient({ baseUrl: opts.serverUrl, token: opts.token });
@@ -111,19 +112,34 @@ export class WorkerAgent {
         await new Promise((r) => setImmediate(r));
         continue;
       }
+      const poll = new AbortController();
+      this.waitingPoll = { abort: poll, since: Date.now() };
       try {
-        const { jobs } = await this.client.claim(this.id, free, this.opts.pollWaitMs ?? 30_000, this.stopClaiming.signal);
+        const signal = AbortSignal.any([this.stopClaiming.signal, poll.signal]);
+        const { jobs } = await this.client.claim(this.id, free, this.opts.pollWaitMs ?? 30_000, signal);
         backoff.reset();
         // A claim that was in flight when the drain began: hand those jobs straight back.
         if (this.draining) await this.requeue(jobs);
         else for (const job of jobs) this.startJob(job);
       } catch (err) {
         if (this.draining) break;
+        if (poll.signal.aborted) continue; // re-asked with more room; see restartPollForRoom
         const delay = backoff.next();
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
+      } finally {
+        this.waitingPoll = null;
       }
     }
+  }
+
+  /**
+   * A job ended while a long-poll waits with the room we had before. Jobs that did not fit then
+   * may fit now, and the server learns of the freed room only from a new request: ask again.
+   * (Should the server already have claimed for the old request, it requeues those jobs.)
+   */
+  private restartPollForRoom(): void {
+    if (this.waitingPoll && Date.now() - this.waitingPoll.since > 100) this.waitingPoll.abort.abort();
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
@@ -137,11 +153,12 @@ export class WorkerAgent {
     log.info({ command: redact(job.command.join(' ')) }, 'job started');
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', log });
     this.running.set(job.id, run);
-    const done = run.run().finally(() => {
+    const done = run.run().catch((err) => log.error({ err }, 'job run failed unexpectedly; its lease will expire')).finally(() => {
       // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
       if (this.running.get(job.id) === run) this.running.delete(job.id);
       if (this.runDone.get(job.id) === done) this.runDone.delete(job.id);
       this.slotFreed?.();
+      this.restartPollForRoom();
     });
     this.runDone.set(job.id, done);
   }

@@ -6,6 +6,7 @@ import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { claimJobs, claimOne } from '../store/claims.js';
+import { releaseJobs } from '../store/leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
@@ -69,6 +70,7 @@ export function workerRoutes(ctx: AppContext): Router {
   r.post('/claims', async (req, res) => {
     const c = parse(claimSchema, req.body, 'body');
     const jobs = await claimWithWait(ctx, c.workerId, c.max, Math.min(c.waitMs, ctx.config.maxWaitMs), res);
+    if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
     logClaims(ctx, c.workerId, jobs);
     res.json({ jobs: jobs.map(toClaimedJob) });
   });
@@ -106,6 +108,16 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     ctx.closing.removeEventListener('abort', onClose);
     stopOnDrain();
   }
+}
+
+/**
+ * The claimer hung up (a draining worker aborts its long-poll) after we had claimed for it: it
+ * will never see these jobs, so they go straight back, uncharged, instead of waiting out a lease.
+ */
+async function handBack(ctx: AppContext, workerId: string, jobs: JobRow[]) {
+  if (jobs.length === 0) return;
+  await releaseJobs(ctx.db, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
+  ctx.log.info({ workerId, jobIds: jobs.map((j) => j.id) }, 'claimer hung up before the answer; jobs requeued');
 }
 
 function logClaims(ctx: AppContext, workerId: string, jobs: JobRow[]) {

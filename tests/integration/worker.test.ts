@@ -98,3 +98,16 @@ test('drain: the worker stops claiming, finishes its job, and deregisters', asyn
   await until('worker gone', async () => (await t.client.workers()).workers.every((x) => x.id !== w.workerId));
   expect((await t.client.getJob(queued.id)).state).toBe('pending');
 });
+
+test('room freed by a finished job is used at once, not after the long-poll times out', async () => {
+  await startWorker('room', t.server.url, { pollWaitMs: 20_000, capacity: { cpu: 1000, slots: 4 } });
+  const big = { cpu: 800 };
+  const first = await t.client.enqueue({ command: ['sleep', '1'], queue: 'room', constraints: { resources: big } });
+  await until('first running', async () => (await t.client.getJob(first.id)).state === 'running');
+  const second = await t.client.enqueue({ command: ['true'], queue: 'room', constraints: { resources: big } });
+  const a = await finished(first.id);
+  const b = await finished(second.id);
+  expect(b.state).toBe('succeeded');
+  // Without asking again, the second job would wait for the 20 s long-poll to end.
+  expect(Date.parse(b.startedAt!) - Date.parse(a.finishedAt!)).toBeLessThan(3000);
+});
