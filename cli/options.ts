@@ -17,12 +17,6 @@ export function int(value: string): number {
   return n;
 }
 
-export function positiveNumber(value: string): number {
-  const n = Number(value);
-  if (!(n > 0)) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
-  return n;
-}
-
 /** "90", "90s", "5m", "1h", "250ms" → seconds. */
 export function duration(value: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());

@@ -20,8 +20,4 @@ export class Backoff {
   reset(): void {
     this.failures = 0;
   }
-
-  get attempts(): number {
-    return this.failures;
-  }
 }
