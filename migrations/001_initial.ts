@@ -81,6 +81,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX jobs_held_idx ON jobs (worker_id) WHERE state IN ('running', 'assigned');
     CREATE INDEX jobs_lease_expiry_idx ON jobs (lease_expires_at) WHERE state = 'running';
     CREATE INDEX jobs_state_id_idx ON jobs (state, id);
+    -- Retention deletes finished jobs oldest first.
+    CREATE INDEX jobs_finished_idx ON jobs (finished_at) WHERE state IN ('succeeded', 'failed', 'cancelled');
 
     CREATE TABLE job_attempts (
       job_id bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,

@@ -14,6 +14,8 @@ export interface ServerConfig {
   /** Longest long-poll a claimer may ask for. */
   maxWaitMs: number;
   logLevel: string;
+  /** Finished jobs (with their runs and output) are deleted this long after they end; 0 keeps them. */
+  retentionMs: number;
   /** Placement settings as JSON (see server/placement/settings.ts); SKIPJACK_PLACEMENT. */
   placement: unknown;
   /** Overrides the settings' default mode: --placement pull|central. */
@@ -35,6 +37,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
+    retentionMs: num(env.SKIPJACK_RETENTION_HOURS, 7 * 24) * 3_600_000,
     placement: readPlacementSpec(env.SKIPJACK_PLACEMENT),
     tokens: parseTokens(env.SKIPJACK_TOKENS),
     ...overrides,

@@ -11,7 +11,7 @@ import { createMetrics } from './metrics.js';
 import { NotifyHub } from './notify.js';
 import { failMissedDeadlines, returnStaleAssignments, scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
-import { markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
+import { deleteExpiredJobs, markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
@@ -26,6 +26,7 @@ export interface RunningServer {
 
 export const REAPER_LOCK = 0x5e1ac0de;
 export const SCHEDULER_LOCK = 0x5e1ac0df;
+const RETENTION_LOCK = 0x5e1ac0e0;
 
 export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
@@ -62,6 +63,12 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
       }
     }),
   ];
+  if (config.retentionMs > 0) {
+    loops.push(startLeaderLoop(db, log, { name: 'retention', lockKey: RETENTION_LOCK, intervalMs: 60_000 }, async (trx) => {
+      const deleted = await deleteExpiredJobs(trx, config.retentionMs);
+      if (deleted > 0) log.info({ deleted, retentionHours: config.retentionMs / 3_600_000 }, 'finished jobs past retention deleted');
+    }));
+  }
   if (hasCentralQueues(placement)) {
     loops.push(startLeaderLoop(db, log, { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs }, async (trx) => {
       const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);

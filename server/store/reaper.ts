@@ -27,6 +27,18 @@ export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob
     SELECT id, state, worker_id, runs, attempts FROM reaped`.execute(db)).rows;
 }
 
+/** Deletes finished jobs that ended before the retention window, their runs and output with them. */
+export async function deleteExpiredJobs(db: Db, retentionMs: number, batch = 1000): Promise<number> {
+  const { rows } = await sql<{ id: number }>`
+    WITH doomed AS (
+      SELECT id FROM jobs
+      WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < now() - ${retentionMs} * interval '1 millisecond'
+      ORDER BY finished_at LIMIT ${batch} FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM jobs USING doomed WHERE jobs.id = doomed.id RETURNING jobs.id`.execute(db);
+  return rows.length;
+}
+
 /** Workers not seen for `silentMs` are gone: they no longer count as capacity. */
 export async function markSilentWorkersGone(db: Db, silentMs: number): Promise<string[]> {
   return (await sql<{ id: string }>`

@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
 import { startServer } from '../../server/main.js';
+import { deleteExpiredJobs } from '../../server/store/reaper.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -192,4 +193,19 @@ test('secret env values are masked in every answer but the claim', async () => {
   expect((await t.client.getJob(job.id)).env.TOKEN).toBe('***');
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
   expect(claimed.env.TOKEN).toBe('s3cr3t');
+});
+
+test('retention deletes finished jobs past the window, with their runs and output, and nothing else', async () => {
+  const old = await t.client.enqueue({ command: ['true'], queue: 'retention' });
+  const recent = await t.client.enqueue({ command: ['true'], queue: 'retention' });
+  const waiting = await t.client.enqueue({ command: ['true'], queue: 'retention' });
+  await sql`UPDATE jobs SET state = 'succeeded', finished_at = now() - interval '2 hours' WHERE id = ${old.id}`.execute(t.tdb.db);
+  await sql`UPDATE jobs SET state = 'failed', finished_at = now() - interval '10 minutes' WHERE id = ${recent.id}`.execute(t.tdb.db);
+  await sql`INSERT INTO job_attempts (job_id, attempt, outcome) VALUES (${old.id}, 1, 'succeeded')`.execute(t.tdb.db);
+  await sql`INSERT INTO job_logs (job_id, attempt, byte_offset, stream, data) VALUES (${old.id}, 1, 0, 'stdout', 'x')`.execute(t.tdb.db);
+  expect(await deleteExpiredJobs(t.tdb.db, 3_600_000)).toBe(1);
+  const left = (await sql<{ id: number }>`SELECT id FROM jobs WHERE queue = 'retention' ORDER BY id`.execute(t.tdb.db)).rows.map((r) => r.id);
+  expect(left).toEqual([recent.id, waiting.id]);
+  const orphans = (await sql<{ n: number }>`SELECT (SELECT count(*) FROM job_attempts WHERE job_id = ${old.id}) + (SELECT count(*) FROM job_logs WHERE job_id = ${old.id}) AS n`.execute(t.tdb.db)).rows[0];
+  expect(Number(orphans.n)).toBe(0);
 });
