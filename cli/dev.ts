@@ -8,7 +8,7 @@ import { startServer } from '../server/main.js';
 import { WorkerAgent } from '../worker/agent.js';
 import { onStopSignals } from './signals.js';
 
-export async function runDev(opts: { slots: number; port?: number; placement?: 'pull' | 'central' }, log: Logger): Promise<void> {
+export async function runDev(opts: { slots: number; port?: number; placement?: 'pull' | 'central'; token?: string }, log: Logger): Promise<void> {
   let embedded: EmbeddedDb | undefined;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -22,7 +22,8 @@ export async function runDev(opts: { slots: number; port?: number; placement?: '
     databaseUrl, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.placement ? { placementMode: opts.placement } : {}),
   });
   const server = await startServer(config, log);
-  const worker = new WorkerAgent({ serverUrl: server.url, name: 'local', capacity: { slots: opts.slots }, log });
+  // With SKIPJACK_TOKENS set, the local worker needs a worker or admin token: --token or SKIPJACK_TOKEN.
+  const worker = new WorkerAgent({ serverUrl: server.url, name: 'local', capacity: { slots: opts.slots }, token: opts.token, log });
   await worker.start();
   process.stdout.write(
     `\nSkipjack is running at ${server.url} (dashboard: ${server.url}/)\n` +

@@ -34,7 +34,7 @@ program.command('dev')
   .option('--slots <n>', 'jobs the local worker runs at once', int, 4)
   .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
   .addOption(placementOption())
-  .action(async (o) => runDev(o, log));
+  .action(async (o) => runDev({ ...o, token: program.opts().token }, log));
 
 program.command('server')
   .description('run the API server and its background loops (needs DATABASE_URL)')
