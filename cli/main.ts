@@ -8,6 +8,7 @@ import { createDb, migrateToLatest } from '../server/db.js';
 import { startServer } from '../server/main.js';
 import { WorkerAgent } from '../worker/agent.js';
 import { runDev } from './dev.js';
+import { runSimulation } from './simulate.js';
 import { describeEnd, enqueue, followLogs, type EnqueueFlags } from './jobs.js';
 import { collect, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
@@ -133,6 +134,15 @@ program.command('drain').description('ask a worker to stop claiming and finish i
   .action(async (id: string) => {
     await client().drain(id);
     process.stdout.write(`worker ${id} draining\n`);
+  });
+
+program.command('simulate')
+  .description('simulate a workload under pull and central placement, with the same plugins as the server')
+  .requiredOption('--workload <file>', 'workload JSON (see sim/examples/regions.json)')
+  .addOption(new Option('--mode <mode>', 'which placement to simulate').choices(['pull', 'central', 'both']).default('both'))
+  .option('--json', 'print the results as JSON')
+  .action((o: { workload: string; mode: 'pull' | 'central' | 'both'; json?: boolean }) => {
+    process.exitCode = runSimulation(o.workload, o.mode === 'both' ? ['pull', 'central'] : [o.mode], !!o.json);
   });
 
 function fail(message: string): never {
