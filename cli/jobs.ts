@@ -1,5 +1,7 @@
 // Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain.
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
+import { terminalStates } from '../protocol/schemas.js';
+import { Backoff, sleep } from '../worker/backoff.js';
 import type { EnqueueJob } from '../protocol/schemas.js';
 import type { JobView } from '../protocol/types.js';
 
@@ -79,11 +81,31 @@ async function waitForPlacement(client: SkipjackClient, id: number): Promise<{ o
   }
 }
 
+/**
+ * Streams a job's output until the job ends. The stream ends with the job; if the connection
+ * drops first (a server restart), it reconnects and skips the bytes already printed, since the
+ * server replays a job's output from its start.
+ */
 export async function followLogs(client: SkipjackClient, id: number): Promise<void> {
-  // The follow stream ends when the job does.
-  const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
-  if (res.status >= 400) throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
-  for await (const chunk of res.body) process.stdout.write(chunk);
+  let printed = 0;
+  const backoff = new Backoff(200, 5000);
+  for (;;) {
+    try {
+      const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
+      if (res.status >= 400) throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
+      let seen = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        const fresh = chunk.subarray(Math.max(0, printed - seen));
+        seen += chunk.length;
+        if (fresh.length) process.stdout.write(fresh);
+        printed = Math.max(printed, seen);
+      }
+      if (terminalStates.includes((await client.getJob(id)).state)) return;
+    } catch (err) {
+      if (err instanceof ApiRequestError && err.status < 500) throw err;
+    }
+    await sleep(backoff.next());
+  }
 }
 
 export function describeEnd(job: JobView): string {

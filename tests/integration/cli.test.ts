@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { WorkerAgent } from '../../worker/agent.js';
+import { startServer } from '../../server/main.js';
 import { quietLog } from '../support/server.js';
 
 let t: TestServer;
@@ -16,9 +17,11 @@ afterAll(async () => {
   await t.close();
 });
 
-function skipjack(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+const skipjack = (...args: string[]) => skipjackAt(t.server.url, ...args);
+
+function skipjackAt(url: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', '--server', t.server.url, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', '--server', url, ...args], {
       cwd: new URL('../..', import.meta.url).pathname,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -60,4 +63,24 @@ test('bad input names the field; an unknown command shows help', async () => {
   const bad = await skipjack('frobnicate');
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
+});
+
+test('logs -f rides out a server restart and prints every byte once', async () => {
+  const first = await startServer({ ...t.config, port: 0 }, quietLog);
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'for i in $(seq 1 14); do echo line $i; sleep 0.3; done'] });
+  const follow = skipjackAt(first.url, 'logs', '-f', String(job.id));
+  await new Promise((r) => setTimeout(r, 2000)); // the CLI starts in about a second, then follows
+  await first.close();
+  const closedAt = Date.now();
+  await new Promise((r) => setTimeout(r, 300));
+  const second = await startServer({ ...t.config, port: first.port }, quietLog);
+  try {
+    const r = await follow;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join(''));
+    // The follow was cut mid-job: the job was still running when the first server went away.
+    expect(Date.parse((await t.client.getJob(job.id)).finishedAt!)).toBeGreaterThan(closedAt);
+  } finally {
+    await second.close();
+  }
 });
