@@ -1,8 +1,11 @@
 // A typed HTTP client for the wire API, shared by the worker and the CLI.
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
-import type { EnqueueJob, LogChunk, RegisterWorker, Release, RestartReport } from './schemas.js';
+import type { EnqueueJob, LogChunk, RegisterWorker, Release, ReleaseItem, RestartReport } from './schemas.js';
 import type { ApiError, ClaimedJob, JobView, RegisterResponse, WorkerHeartbeatResponse, WorkerView } from './types.js';
+
+/** One outcome's answer in a batch: released, or refused (its lease was no longer live). */
+export type ReleaseResult = { jobId: number; ok: true } | { jobId: number; ok: false; error: string; message: string };
 
 export class ApiRequestError extends Error {
   constructor(readonly status: number, readonly body: ApiError | string) {
@@ -103,8 +106,8 @@ export class SkipjackClient {
   workerHeartbeat(workerId: string, leases: { jobId: number; leaseToken: string }[]): Promise<WorkerHeartbeatResponse> {
     return this.request('POST', `/workers/${workerId}/heartbeat`, { leases });
   }
-  claim(workerId: string, max: number, waitMs = 0, signal?: AbortSignal): Promise<{ jobs: ClaimedJob[] }> {
-    return this.request('POST', '/claims', { workerId, max, waitMs }, waitMs, signal);
+  claim(workerId: string, max: number, waitMs = 0, signal?: AbortSignal, releases?: ReleaseItem[]): Promise<{ jobs: ClaimedJob[]; releases?: ReleaseResult[] }> {
+    return this.request('POST', '/claims', { workerId, max, waitMs, ...(releases?.length ? { releases } : {}) }, waitMs, signal);
   }
   appendLogs(jobId: number, leaseToken: string, chunks: LogChunk[]): Promise<{ end: number; stored: number }> {
     return this.request('POST', `/jobs/${jobId}/logs`, { leaseToken, chunks });

@@ -102,11 +102,6 @@ export const workerHeartbeatSchema = z.strictObject({
   leases: z.array(leaseSchema).max(10_000).default([]),
 });
 
-export const claimSchema = z.strictObject({
-  workerId: z.uuid(),
-  max: z.number().int().min(1).max(1000).default(1),
-  waitMs: z.number().int().min(0).max(120_000).default(0),
-});
 
 export const claimOneSchema = z.strictObject({ workerId: z.uuid() });
 
@@ -146,6 +141,17 @@ export const restartSchema = z.strictObject({
 });
 export type RestartReport = z.input<typeof restartSchema>;
 
+const releaseItemSchema = releaseSchema.extend({ jobId: z.number().int().positive() });
+export type ReleaseItem = z.input<typeof releaseItemSchema>;
+
 export const releaseBatchSchema = z.strictObject({
-  releases: z.array(releaseSchema.extend({ jobId: z.number().int().positive() })).min(1).max(1000),
+  releases: z.array(releaseItemSchema).min(1).max(1000),
+});
+
+export const claimSchema = z.strictObject({
+  workerId: z.uuid(),
+  max: z.number().int().min(1).max(1000).default(1),
+  waitMs: z.number().int().min(0).max(120_000).default(0),
+  /** Outcomes of finished jobs, released before the claim so their room counts: one round trip for both. */
+  releases: z.array(releaseItemSchema).max(1000).optional(),
 });

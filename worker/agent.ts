@@ -52,8 +52,11 @@ export class WorkerAgent {
   constructor(private opts: WorkerOptions) {
     this.client = new SkipjackClient({ baseUrl: opts.serverUrl, token: opts.token });
     this.log = opts.log;
-    this.releases = new ReleaseBatcher(this.client, (err, delay) =>
-      this.log.warn({ err: err.message, retryInMs: Math.round(delay) }, 'release failed; retrying'));
+    this.releases = new ReleaseBatcher(
+      this.client,
+      (err, delay) => this.log.warn({ err: err.message, retryInMs: Math.round(delay) }, 'release failed; retrying'),
+      () => this.slotFreed?.(),
+    );
   }
 
   get workerId(): string {
@@ -104,8 +107,12 @@ export class WorkerAgent {
   private async claimLoop(): Promise<void> {
     const backoff = new Backoff(100, 5000);
     while (!this.draining) {
-      const free = this.slots - this.running.size;
+      // Finished jobs whose outcome is still queued ride along: the server releases them first,
+      // so their room counts in this very claim.
+      const carried = this.releases.takeForClaim();
+      const free = this.slots - this.running.size + carried.items.length;
       if (free <= 0) {
+        carried.giveBack();
         await new Promise<void>((r) => (this.slotFreed = r));
         // Jobs released in one batch free their slots in the same turn: let them all land, so
         // the next claim asks for all of them at once instead of one.
@@ -116,12 +123,17 @@ export class WorkerAgent {
       this.waitingPoll = { abort: poll, since: Date.now() };
       try {
         const signal = AbortSignal.any([this.stopClaiming.signal, poll.signal]);
-        const { jobs } = await this.client.claim(this.id, free, this.opts.pollWaitMs ?? 30_000, signal);
+        // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
+        const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
+        const answer = await this.client.claim(this.id, free, waitMs, signal, carried.items);
+        carried.settle(answer.releases);
+        const { jobs } = answer;
         backoff.reset();
         // A claim that was in flight when the drain began: hand those jobs straight back.
         if (this.draining) await this.requeue(jobs);
         else for (const job of jobs) this.startJob(job);
       } catch (err) {
+        carried.giveBack();
         if (this.draining) break;
         if (poll.signal.aborted) continue; // re-asked with more room; see restartPollForRoom
         const delay = backoff.next();

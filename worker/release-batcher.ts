@@ -1,8 +1,10 @@
 // Releases go up in batches: outcomes that end within a few milliseconds of each other share
-// one request. Each is still fenced on its own by the server. Outcomes are known only here, so
-// through a server outage they are retried until the server answers.
-import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
-import type { Release } from '../protocol/schemas.js';
+// one request. The claim loop may take them along on its next claim instead (one round trip for
+// both, and the server counts their room before it claims). Each is still fenced on its own by
+// the server. Outcomes are known only here, so through a server outage they are retried until
+// the server answers.
+import { ApiRequestError, type ReleaseResult, type SkipjackClient } from '../protocol/client.js';
+import type { Release, ReleaseItem } from '../protocol/schemas.js';
 import { Backoff, sleep } from './backoff.js';
 
 interface Pending {
@@ -14,19 +16,48 @@ interface Pending {
 /** 'released', or 'refused' with the server's reason (the lease was lost meanwhile). */
 export type ReleaseAnswer = { ok: true } | { ok: false; error: string; message: string };
 
+/** Releases taken along by a claim: settle them with the claim's answer, or give them back. */
+export interface CarriedReleases {
+  items: ReleaseItem[];
+  settle(results: ReleaseResult[] | undefined): void;
+  giveBack(): void;
+}
+
 const MAX_BATCH = 500;
 
 export class ReleaseBatcher {
   private queue: Pending[] = [];
+  /** How many at the front of the queue are in a /releases request now. */
+  private inFlight = 0;
   private sending: Promise<void> | null = null;
 
-  constructor(private client: SkipjackClient, private onRetry: (err: Error, delayMs: number) => void, private lingerMs = 2) {}
+  constructor(
+    private client: SkipjackClient,
+    private onRetry: (err: Error, delayMs: number) => void,
+    /** Called when an outcome is queued, so a claim loop waiting for room can wake. */
+    private onQueued: () => void = () => {},
+    private lingerMs = 2,
+  ) {}
 
   release(jobId: number, release: Release): Promise<ReleaseAnswer> {
     return new Promise((resolve) => {
       this.queue.push({ jobId, release, resolve });
       this.sending ??= this.sendAll();
+      this.onQueued();
     });
+  }
+
+  /** Outcomes queued and not yet being sent, for a claim to carry. */
+  takeForClaim(): CarriedReleases {
+    const taken = this.queue.splice(this.inFlight, MAX_BATCH);
+    return {
+      items: taken.map((p) => ({ jobId: p.jobId, ...p.release })),
+      settle: (results) => taken.forEach((p, i) => p.resolve(answer(results?.[i]))),
+      giveBack: () => {
+        this.queue.push(...taken);
+        this.sending ??= this.sendAll();
+      },
+    };
   }
 
   private async sendAll(): Promise<void> {
@@ -34,24 +65,31 @@ export class ReleaseBatcher {
     const backoff = new Backoff(100, 5000);
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, MAX_BATCH);
+      this.inFlight = batch.length;
       try {
-        const { results } = await this.client.request<{ results: ({ jobId: number; ok: true } | { jobId: number; ok: false; error: string; message: string })[] }>(
+        const { results } = await this.client.request<{ results: ReleaseResult[] }>(
           'POST', '/releases', { releases: batch.map((p) => ({ jobId: p.jobId, ...p.release })) });
-        this.queue.splice(0, batch.length);
-        batch.forEach((p, i) => p.resolve(results[i].ok ? { ok: true } : { ok: false, error: (results[i] as any).error, message: (results[i] as any).message }));
+        batch.forEach((p, i) => p.resolve(answer(results[i])));
         backoff.reset();
       } catch (err) {
-        if (err instanceof ApiRequestError && err.status < 500) {
-          // The batch itself was refused (a bug, not an outage): answer each so no job hangs.
-          this.queue.splice(0, batch.length);
-          batch.forEach((p) => p.resolve({ ok: false, error: err.code ?? 'refused', message: err.message }));
+        if (!(err instanceof ApiRequestError && err.status < 500)) {
+          this.inFlight = 0;
+          const delay = backoff.next();
+          this.onRetry(err as Error, delay);
+          await sleep(delay);
           continue;
         }
-        const delay = backoff.next();
-        this.onRetry(err as Error, delay);
-        await sleep(delay);
+        // The batch itself was refused (a bug, not an outage): answer each so no job hangs.
+        batch.forEach((p) => p.resolve({ ok: false, error: err.code ?? 'refused', message: err.message }));
       }
+      this.queue.splice(0, batch.length);
+      this.inFlight = 0;
     }
     this.sending = null;
   }
+}
+
+function answer(r: ReleaseResult | undefined): ReleaseAnswer {
+  if (!r) return { ok: false, error: 'no_answer', message: 'the server gave no answer for this release' };
+  return r.ok ? { ok: true } : { ok: false, error: r.error, message: r.message };
 }

@@ -47,7 +47,8 @@ export function leaseRoutes(ctx: AppContext): Router {
   return r;
 }
 
-async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[]) {
+/** Releases many runs in one statement and answers each; shared by /releases and /claims. */
+export async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[]) {
   const done = await releaseJobs(ctx.db, releases);
   return releases.map(({ jobId, outcome, exitCode, signal }) => {
     const job = done.get(jobId);
@@ -58,6 +59,8 @@ async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: numbe
       return { jobId, ok: false as const, error: e.code, message: e.message };
     }
     ctx.metrics.released.inc({ outcome });
+    // Its worker has room again: its next claim must look, even if nothing new was enqueued.
+    ctx.idleClaims.forget(job.released_by);
     ctx.log.info({ jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal }, 'job released');
     return { jobId, ok: true as const, job: toJobView(job) };
   });

@@ -7,6 +7,7 @@ import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { claimJobs, claimOne } from '../store/claims.js';
 import { releaseJobs } from '../store/leases.js';
+import { release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
@@ -69,10 +70,11 @@ export function workerRoutes(ctx: AppContext): Router {
 
   r.post('/claims', async (req, res) => {
     const c = parse(claimSchema, req.body, 'body');
+    const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
     const jobs = await claimWithWait(ctx, c.workerId, c.max, Math.min(c.waitMs, ctx.config.maxWaitMs), res);
     if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
     logClaims(ctx, c.workerId, jobs);
-    res.json({ jobs: jobs.map(toClaimedJob) });
+    res.json({ jobs: jobs.map(toClaimedJob), ...(released ? { releases: released } : {}) });
   });
 
   return r;

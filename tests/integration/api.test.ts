@@ -209,3 +209,19 @@ test('retention deletes finished jobs past the window, with their runs and outpu
   const orphans = (await sql<{ n: number }>`SELECT (SELECT count(*) FROM job_attempts WHERE job_id = ${old.id}) + (SELECT count(*) FROM job_logs WHERE job_id = ${old.id}) AS n`.execute(t.tdb.db)).rows[0];
   expect(Number(orphans.n)).toBe(0);
 });
+
+test('a claim can carry the releases of finished jobs; their room counts in that claim', async () => {
+  const w = await t.client.register({ name: 'carry', queues: ['carry'], capacity: { slots: 1 } });
+  const a = await t.client.enqueue({ command: ['true'], queue: 'carry' });
+  const [claimedA] = (await t.client.claim(w.id, 1)).jobs;
+  const b = await t.client.enqueue({ command: ['true'], queue: 'carry' });
+  // Full: without the release, nothing more fits.
+  expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
+  const answer = await t.client.claim(w.id, 1, 0, undefined, [
+    { jobId: a.id, leaseToken: claimedA.leaseToken, outcome: 'succeeded', exitCode: 0 },
+    { jobId: b.id, leaseToken: claimedA.leaseToken, outcome: 'succeeded', exitCode: 0 }, // not b's lease
+  ]);
+  expect(answer.releases?.map((r) => [r.jobId, r.ok])).toEqual([[a.id, true], [b.id, false]]);
+  expect(answer.jobs.map((j) => j.id)).toEqual([b.id]);
+  expect((await t.client.getJob(a.id)).state).toBe('succeeded');
+});
