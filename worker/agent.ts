@@ -35,9 +35,8 @@ export class WorkerAgent {
   readonly client: SkipjackClient;
   private id = '';
   private heartbeatMs = 10_000;
-  private running = new Map<number, JobRun>();
-  /** Each running job's whole run, release included; the drain waits on these. */
-  private runDone = new Map<number, Promise<void>>();
+  /** Each running job, and its whole run (release included), which the drain waits on. */
+  private running = new Map<number, { run: JobRun; done: Promise<void> }>();
   private draining = false;
   private stopClaiming = new AbortController();
   private slotFreed: (() => void) | null = null;
@@ -164,15 +163,13 @@ export class WorkerAgent {
     const redact = redactor(job.secretEnv.map((k) => job.env[k] ?? ''));
     log.info({ command: redact(job.command.join(' ')) }, 'job started');
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', log });
-    this.running.set(job.id, run);
     const done = run.run().catch((err) => log.error({ err }, 'job run failed unexpectedly; its lease will expire')).finally(() => {
       // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
-      if (this.running.get(job.id) === run) this.running.delete(job.id);
-      if (this.runDone.get(job.id) === done) this.runDone.delete(job.id);
+      if (this.running.get(job.id)?.run === run) this.running.delete(job.id);
       this.slotFreed?.();
       this.restartPollForRoom();
     });
-    this.runDone.set(job.id, done);
+    this.running.set(job.id, { run, done });
   }
 
   private async heartbeatLoop(): Promise<void> {
@@ -184,18 +181,18 @@ export class WorkerAgent {
   }
 
   private async heartbeat(): Promise<void> {
-    const leases = [...this.running.values()].filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
+    const leases = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
     try {
       const answer = await this.client.workerHeartbeat(this.id, leases);
       for (const id of answer.cancel) {
-        const run = this.running.get(id);
+        const run = this.running.get(id)?.run;
         if (run) {
           this.log.info({ jobId: id }, 'cancel requested; stopping the job');
           run.stop('cancelled');
         }
       }
       for (const id of answer.lost) {
-        this.running.get(id)?.onLeaseLost();
+        this.running.get(id)?.run.onLeaseLost();
       }
       if (answer.drain && !this.draining) {
         this.log.info('server asked this worker to drain');
@@ -226,7 +223,7 @@ export class WorkerAgent {
 
   /** Stops every running job now; each is released as requeue. */
   stopAll(): void {
-    for (const run of this.running.values()) run.stop('shutdown');
+    for (const { run } of this.running.values()) run.stop('shutdown');
   }
 
   private async drain(): Promise<void> {
@@ -235,7 +232,7 @@ export class WorkerAgent {
       this.log.warn({ running: this.running.size }, 'drain timeout; stopping the remaining jobs and requeueing them');
       this.stopAll();
     }, timeout);
-    await Promise.all(this.runDone.values());
+    await Promise.all([...this.running.values()].map((r) => r.done));
     clearTimeout(timer);
     this.stopped = true;
     this.stopHeartbeat.abort();

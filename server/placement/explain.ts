@@ -15,10 +15,14 @@ export interface PlacementExplanation {
   verdicts: Verdict[];
 }
 
-export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<PlacementExplanation> {
+/** The job run through its queue's pipeline against the live workers, as of now. */
+async function placeNow(ctx: AppContext, job: JobRow) {
   const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
-  const config = ctx.placement.configFor(job.queue);
-  const result = place(toPlacementJob(job), workers, { ...config, ctx: { now: Date.now() } });
+  return { workers, result: place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } }) };
+}
+
+export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<PlacementExplanation> {
+  const { workers, result } = await placeNow(ctx, job);
   return {
     jobId: job.id,
     state: job.state,
@@ -47,9 +51,8 @@ export async function unplaceableReasons(ctx: AppContext, jobs: PlacementJob[]):
 export async function waitingReason(ctx: AppContext, job: JobRow): Promise<string | null> {
   if (job.state !== 'pending') return null;
   if (new Date(job.run_at).getTime() > Date.now()) return `not due until ${new Date(job.run_at).toISOString()}`;
-  const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
+  const { workers, result } = await placeNow(ctx, job);
   if (workers.length === 0) return 'no live worker: the job runs when a worker that fits it registers';
-  const result = place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } });
   if (result.chosen) return `waiting for a claim: ${result.summary}`;
   return result.summary;
 }

@@ -6,6 +6,7 @@ import { allocate, compareJobs, place, type PlacementWorker } from '../../placem
 import type { Db, WorkerRow } from '../db.js';
 import { allocations } from '../store/workers.js';
 import { toPlacementJob, toPlacementWorker, type PlacementJobRow } from './rows.js';
+import { liveWorkers } from './workers.js';
 import type { PlacementSettings } from './settings.js';
 
 export interface ScheduleResult {
@@ -95,10 +96,7 @@ export async function failMissedDeadlines(db: Db, settings: PlacementSettings, g
     WHERE state = 'pending' AND placement_deadline_at < now()
     ORDER BY placement_deadline_at LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(db)).rows;
   if (overdue.length === 0) return [];
-  const workers = (await sql<WorkerRow>`
-    SELECT * FROM workers WHERE state = 'active' AND last_seen_at > now() - ${goneAfterMs} * interval '1 millisecond'`.execute(db)).rows;
-  const alloc = await allocations(db, workers.map((w) => w.id));
-  const live = workers.map((w) => toPlacementWorker(w, alloc.get(w.id)));
+  const live = await liveWorkers(db, goneAfterMs);
   const ctx = { now: Date.now() };
   const failed = overdue.map((row) => {
     const waited = Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 100) / 10;

@@ -6,7 +6,6 @@ import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { claimJobs, claimOne } from '../store/claims.js';
-import { releaseJobs } from '../store/leases.js';
 import { release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
@@ -118,7 +117,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
  */
 async function handBack(ctx: AppContext, workerId: string, jobs: JobRow[]) {
   if (jobs.length === 0) return;
-  await releaseJobs(ctx.db, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
+  await release(ctx, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
   ctx.log.info({ workerId, jobIds: jobs.map((j) => j.id) }, 'claimer hung up before the answer; jobs requeued');
 }
 
