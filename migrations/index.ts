@@ -1,7 +1,9 @@
 // Migrations are listed here, not discovered on disk, so they work the same under tsx, jest and a bundle.
 import type { Migration } from 'kysely';
 import * as m001 from './001_initial.js';
+import * as m002 from './002_claim_in_one_statement.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
+  '002_claim_in_one_statement': m002,
 };

@@ -49,7 +49,7 @@ export interface JobsTable {
   preferences: ColumnType<unknown[] | null, string | null, string | null>;
   restart: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   regions: string[] | null;
-  region_key: Generated<string | null>;
+  region_key: Generated<string>;
   need_cpu: Generated<number>;
   need_memory_mb: Generated<number>;
   need_disk_mb: Generated<number>;

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { buildPlacementConfig, builtinRegistry, queueFilter, registerPlugins, type PlacementConfig, type Registry } from '../../placement/index.js';
+import { buildPlacementConfig, builtinFilters, builtinRegistry, queueFilter, registerPlugins, type PlacementConfig, type Registry } from '../../placement/index.js';
 
 export type PlacementMode = 'pull' | 'central';
 
@@ -32,6 +32,8 @@ export interface PlacementSettings {
   configFor(queue: string): PlacementConfig;
   /** Queues whose mode differs from the default (the SQL splits on these). */
   overriddenQueues: string[];
+  /** No queue has a plugin filter: the SQL decides a claim alone, in one statement. */
+  filtersInSql: boolean;
   knownWorkerWindowMs: number;
   assignTimeoutMs: number;
   schedulerIntervalMs: number;
@@ -71,6 +73,7 @@ export async function loadPlacementSettings(input: unknown, modeOverride?: Place
     modeFor: (queue) => perQueue.get(queue)?.mode ?? defaultMode,
     configFor: (queue) => perQueue.get(queue)?.config ?? base,
     overriddenQueues: [...perQueue].filter(([, q]) => q.mode !== defaultMode).map(([name]) => name),
+    filtersInSql: [base, ...[...perQueue.values()].map((q) => q.config)].every(onlyBuiltinFilters),
     knownWorkerWindowMs: spec.knownWorkerWindowSeconds * 1000,
     assignTimeoutMs: spec.assignTimeoutSeconds * 1000,
     schedulerIntervalMs: spec.schedulerIntervalMs,
@@ -80,6 +83,10 @@ export async function loadPlacementSettings(input: unknown, modeOverride?: Place
 // Queue membership is not a user's choice: a worker only runs jobs from queues it serves.
 function withQueueFilter(config: PlacementConfig): PlacementConfig {
   return { ...config, filters: [queueFilter, ...config.filters] };
+}
+
+function onlyBuiltinFilters(config: PlacementConfig): boolean {
+  return config.filters.every((f) => f === queueFilter || builtinFilters[f.name] === f);
 }
 
 export const hasCentralQueues = (s: PlacementSettings) => s.defaultMode === 'central' || s.overriddenQueues.length > 0;

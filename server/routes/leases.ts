@@ -4,6 +4,7 @@ import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema
 import type { AppContext } from '../context.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
+import { getJob } from '../store/jobs.js';
 import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleaseInput } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
@@ -27,7 +28,7 @@ export function leaseRoutes(ctx: AppContext): Router {
     const { id } = parse(idParam, req.params, 'params');
     const [result] = await release(ctx, [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }]);
     if (!result.ok) throw staleLease(id);
-    res.json(result.job);
+    res.json(toJobView(await getJob(ctx.db, id)));
   });
 
   r.post('/jobs/:id/restart', async (req, res) => {
@@ -62,6 +63,6 @@ export async function release(ctx: AppContext, releases: (ReleaseInput & { jobId
     // Its worker has room again: its next claim must look, even if nothing new was enqueued.
     ctx.idleClaims.forget(job.released_by);
     ctx.log.info({ jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal }, 'job released');
-    return { jobId, ok: true as const, job: toJobView(job) };
+    return { jobId, ok: true as const, state: job.state };
   });
 }

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { z } from 'zod';
 import type { releaseSchema, restartSchema } from '../../protocol/schemas.js';
-import type { Db, JobRow } from '../db.js';
+import type { Db } from '../db.js';
 import { HttpError, staleLease } from '../errors.js';
 
 export type ReleaseInput = z.output<typeof releaseSchema>;
@@ -23,10 +23,18 @@ export async function heartbeatJob(db: Db, jobId: number, leaseToken: string, le
  * job uncharged. A cancel requested while it ran wins over a retry. A release whose token is not
  * the job's live lease matches no row, changes nothing, and is absent from the answer.
  */
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, JobRow & { released_by: string }>> {
+/** What a release answers per job: enough to log it and to wake its worker, not the whole row. */
+export interface ReleasedRun {
+  id: number;
+  state: string;
+  runs: number;
+  released_by: string;
+}
+
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>> {
   const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
   const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
-  const rows = (await sql<JobRow & { released_by: string }>`
+  const rows = (await sql<ReleasedRun>`
     WITH input AS (
       SELECT * FROM unnest(${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
         ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
@@ -52,7 +60,7 @@ export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: num
         exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
         finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
       FROM cur WHERE j.id = cur.id
-      RETURNING j.*, cur.worker_id AS released_by
+      RETURNING j.id, j.state, j.runs, cur.worker_id AS released_by
     ), recorded AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
       SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
