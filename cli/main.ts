@@ -62,12 +62,13 @@ program.command('worker')
   .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
   .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
   .option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued', duration, 60)
+  .option('--no-spawn-helper', 'fork job processes from the worker itself instead of its small spawn helper process (slower)')
   .action(async (o) => {
     const { server, token } = program.opts();
     const worker = new WorkerAgent({
       serverUrl: server, token, name: o.name, region: o.region, labels: o.label, queues: o.queue, allow: o.allow,
       capacity: { cpu: o.cpu, memoryMb: o.memory, diskMb: o.disk, slots: o.slots },
-      drainTimeoutMs: o.drainTimeout * 1000, log,
+      drainTimeoutMs: o.drainTimeout * 1000, spawnHelper: o.spawnHelper, log,
     });
     await worker.start();
     await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());

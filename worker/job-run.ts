@@ -9,6 +9,7 @@ import { Backoff, sleep } from './backoff.js';
 import { LogShipper } from './log-shipper.js';
 import type { ReleaseBatcher } from './release-batcher.js';
 import { RestartTracker, type RestartPolicy } from './restart-policy.js';
+import type { Launcher } from './spawner.js';
 import { superviseProcess, type ProcessResult, type StopReason, type SupervisedProcess } from './supervisor.js';
 
 export interface JobRunDeps {
@@ -16,6 +17,8 @@ export interface JobRunDeps {
   releases: ReleaseBatcher;
   allow: string[];
   executor: 'process' | 'noop';
+  /** How job processes are started; in this process when absent. */
+  launch?: Launcher;
   log: Logger;
 }
 
@@ -82,7 +85,7 @@ export class JobRun {
       killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
       killGraceSeconds: job.killGraceSeconds ?? undefined,
       outputCapBytes: job.outputCapBytes ?? undefined,
-    }, (chunk) => this.shipper.push(chunk));
+    }, (chunk) => this.shipper.push(chunk), deps.launch);
     if (this.stopReason) this.proc.stop(this.stopReason);
   }
 

@@ -30,12 +30,12 @@
  * The worker's own death does not kill its jobs (they are in their own sessions): the worker must
  * stop() its jobs when it shuts down, and the server's lease reaper covers a crash.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { DEFAULT_OUTPUT_CAP_BYTES, OutputSequencer, type OutputChunk } from './output.js';
+import { launchInProcess, type LaunchedProcess, type Launcher } from './spawner.js';
 
 export type { OutputChunk } from './output.js';
 
@@ -118,18 +118,14 @@ export function buildJobEnv(
   return { ...env, ...jobEnv };
 }
 
-export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChunk) => void): SupervisedProcess {
+/** `launch` starts the process in a new session (see spawner.ts): in this process by default. */
+export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChunk) => void, launch: Launcher = launchInProcess): SupervisedProcess {
   const startedAt = performance.now();
   const problem = specProblem(spec);
   if (problem) return failedToStart(problem, startedAt);
-  let child: ChildProcess;
+  let child: LaunchedProcess;
   try {
-    child = spawn(spec.command[0]!, spec.command.slice(1), {
-      cwd: spec.cwd,
-      env: buildJobEnv(spec.env),
-      detached: true, // setsid: the job leads its own process group
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env) });
   } catch (err) {
     return failedToStart(errorMessage(err), startedAt); // e.g. a NUL byte in an argument
   }
@@ -147,7 +143,7 @@ export function processGroupAlive(pgid: number): boolean {
 }
 
 class Supervision implements SupervisedProcess {
-  readonly pid: number | undefined;
+  pid: number | undefined;
   readonly done: Promise<ProcessResult>;
   private resolveDone!: (result: ProcessResult) => void;
   private readonly output: OutputSequencer;
@@ -163,21 +159,26 @@ class Supervision implements SupervisedProcess {
   private outputCallbackFailed = false;
 
   constructor(
-    private readonly child: ChildProcess,
+    private readonly child: LaunchedProcess,
     private readonly spec: ProcessSpec,
     private readonly onOutput: (chunk: OutputChunk) => void,
     private readonly startedAt: number,
   ) {
-    this.pid = child.pid;
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.killSignal = spec.killSignal ?? DEFAULT_KILL_SIGNAL;
     this.graceMs = (spec.killGraceSeconds ?? DEFAULT_KILL_GRACE_SECONDS) * 1000;
     this.output = new OutputSequencer(spec.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES, (c) => this.emit(c));
-    if (this.pid === undefined) {
-      // The spawn failed (ENOENT, EACCES...); Node reports it as an 'error' event.
-      child.once('error', (err) => this.resolveDone(spawnFailedResult(err.message, startedAt)));
-      return;
-    }
+    // In this process the pid is known at once; through the spawn helper, with 'spawn'. A failed
+    // spawn (ENOENT, EACCES...) is an 'error' event before any pid.
+    const failed = (err: Error) => { if (this.pid === undefined) this.resolveDone(spawnFailedResult(err.message, startedAt)); };
+    child.once('error', failed);
+    if (child.pid !== undefined) this.started(child.pid);
+    else child.once('spawn', () => this.started(child.pid!));
+  }
+
+  private started(pid: number): void {
+    const { child, spec } = this;
+    this.pid = pid;
     child.stdout!.on('data', (data: Buffer) => this.output.push('stdout', data));
     child.stderr!.on('data', (data: Buffer) => this.output.push('stderr', data));
     child.on('error', (err) => this.warnings.push(`child process error: ${err.message}`));
@@ -185,6 +186,7 @@ class Supervision implements SupervisedProcess {
     if (spec.timeoutSeconds !== undefined) {
       this.cancelTimeout = setLongTimeout(() => this.stop('timed_out'), spec.timeoutSeconds * 1000);
     }
+    if (this.stopReason) this.escalate(); // stopped while the helper was still starting it
   }
 
   cancel(): void {
@@ -192,9 +194,9 @@ class Supervision implements SupervisedProcess {
   }
 
   stop(reason: StopReason | 'timed_out'): void {
-    if (this.pid === undefined || this.exited || this.stopReason) return;
+    if (this.exited || this.stopReason) return;
     this.stopReason = reason;
-    this.escalate();
+    if (this.pid !== undefined) this.escalate();
   }
 
   private async finish(code: number | null, signal: NodeJS.Signals | null): Promise<void> {

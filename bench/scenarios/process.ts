@@ -1,11 +1,11 @@
 // Process: /bin/true jobs through Skipjack's real 'process' executor (the CLI worker), against a
 // bare Node loop spawning /bin/true at the same concurrency, and a posix_spawn loop in C.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchDatabase } from '../lib/postgres.js';
-import { note, Progress } from '../lib/progress.js';
+import { note } from '../lib/progress.js';
 import { ratio, table } from '../lib/results.js';
 import { benchRoot, drainSpan, enqueueMany, startSkipjack, startWorkers, waitTerminal } from '../lib/skipjack.js';
 import type { ScenarioContext, ScenarioOutput } from './context.js';
@@ -30,31 +30,10 @@ async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
   }
 }
 
-/** spawn() with piped output, like the supervisor, `conc` at a time. */
-async function nodeLoop(n: number, conc: number): Promise<{ seconds: number; jobsPerSec: number }> {
-  const progress = new Progress('node spawn loop', n);
-  const t0 = performance.now();
-  let started = 0;
-  let finished = 0;
-  await new Promise<void>((resolve, reject) => {
-    const next = () => {
-      if (finished === n) return resolve();
-      if (started >= n) return;
-      started++;
-      const child = spawn(TRUE, [], { stdio: ['ignore', 'pipe', 'pipe'] });
-      child.stdout.resume();
-      child.stderr.resume();
-      child.once('error', reject);
-      child.once('close', () => {
-        finished++;
-        progress.update(finished);
-        next();
-      });
-    };
-    for (let i = 0; i < conc; i++) next();
-  });
-  progress.done();
-  const seconds = (performance.now() - t0) / 1000;
+/** bench/spawn-loop.mjs in a fresh Node process: spawn() with piped output and a new session, like the supervisor. */
+function nodeLoop(n: number, conc: number): { seconds: number; jobsPerSec: number } {
+  note('node spawn loop: running in its own process');
+  const seconds = Number(execFileSync(process.execPath, [join(benchRoot, 'spawn-loop.mjs'), TRUE, String(n), String(conc)]).toString().trim());
   return { seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
 }
 
@@ -79,7 +58,7 @@ export async function processSpawn(ctx: ScenarioContext): Promise<ScenarioOutput
   const slots = 8;
   const sj = await skipjackRun(ctx, n, slots);
   note(`skipjack: ${sj.jobsPerSec} jobs/s`);
-  const nodeRes = await nodeLoop(n, slots);
+  const nodeRes = nodeLoop(n, slots);
   note(`node loop: ${nodeRes.jobsPerSec} jobs/s`);
   const c = posixSpawnLoop(n, slots);
   if (c) note(`posix_spawn: ${c.jobsPerSec} jobs/s`);
@@ -91,7 +70,7 @@ export async function processSpawn(ctx: ScenarioContext): Promise<ScenarioOutput
     ratios: { 'jobsPerSec vs node-spawn-loop': ratio(sj.jobsPerSec, nodeRes.jobsPerSec), 'jobsPerSec vs posix_spawn': c ? ratio(sj.jobsPerSec, c.jobsPerSec) : null },
     notes: [
       `${n} ${TRUE} jobs at concurrency ${slots}. Skipjack: one CLI worker (skipjack worker --slots ${slots}), process executor; min(started_at) to max(finished_at).`,
-      'node loop: child_process.spawn with piped stdout/stderr, waits for close. posix_spawn: C loop compiled into a temp dir, waitpid(-1).',
+      'node loop: bench/spawn-loop.mjs in a fresh Node process, child_process.spawn with piped stdout/stderr and detached (a new session), waits for close. posix_spawn: C loop compiled into a temp dir, waitpid(-1).',
     ],
     table: table([
       ['system', 'jobs', 'seconds', 'jobs/s'],

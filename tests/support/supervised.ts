@@ -1,11 +1,15 @@
-// Runs supervised processes for a test file and makes sure none outlives its test.
+// Runs supervised processes for a test file and makes sure none outlives its test. With
+// SKIPJACK_TEST_SPAWN_HELPER set (supervisor-via-helper.test.ts), through the worker's spawn helper.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SpawnHelper } from '../../worker/spawner.js';
 import { processGroupAlive, superviseProcess, type OutputChunk, type ProcessSpec, type SupervisedProcess } from '../../worker/supervisor.js';
 
 export function supervisedProcesses(scratchPrefix: string) {
   const started: SupervisedProcess[] = [];
+  const helper = process.env.SKIPJACK_TEST_SPAWN_HELPER ? new SpawnHelper() : undefined;
+  const launch = helper?.launch;
   let scratch = '';
   beforeEach(() => {
     scratch = mkdtempSync(path.join(tmpdir(), scratchPrefix));
@@ -17,7 +21,15 @@ export function supervisedProcesses(scratchPrefix: string) {
     }
     rmSync(scratch, { recursive: true, force: true });
   });
+  afterAll(() => helper?.stop());
   return {
+    /** How this file starts processes: undefined is in the test process. */
+    launch,
+    /** The process group id, once the process runs (through the helper, a moment after the start). */
+    async spawned(proc: SupervisedProcess): Promise<number> {
+      while (proc.pid === undefined) await new Promise((r) => setTimeout(r, 5));
+      return proc.pid;
+    },
     /** A fresh directory per test, removed after it. */
     scratch: () => scratch,
     /** Starts a process whose group is killed after the test if still alive. */
@@ -27,7 +39,7 @@ export function supervisedProcesses(scratchPrefix: string) {
     },
     run(spec: ProcessSpec): { proc: SupervisedProcess; chunks: OutputChunk[] } {
       const chunks: OutputChunk[] = [];
-      const proc = superviseProcess(spec, (chunk) => chunks.push(chunk));
+      const proc = superviseProcess(spec, (chunk) => chunks.push(chunk), launch);
       started.push(proc);
       return { proc, chunks };
     },

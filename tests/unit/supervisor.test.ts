@@ -72,7 +72,7 @@ describe('kill escalation', () => {
       killGraceSeconds: 0.3,
     });
     await waitForText(chunks, 'ready');
-    const pgid = proc.pid!;
+    const pgid = await procs.spawned(proc);
     expect(liveGroupMembers(pgid)).toHaveLength(3);
 
     proc.cancel();
@@ -89,7 +89,7 @@ describe('kill escalation', () => {
       timeoutSeconds: 0.5,
       killGraceSeconds: 0.3,
     });
-    const pgid = proc.pid!;
+    const pgid = await procs.spawned(proc);
     const result = await proc.done;
 
     expect(result).toMatchObject({ reason: 'timed_out', exitCode: null, signal: 'SIGKILL', warnings: [] });
@@ -139,7 +139,7 @@ describe('kill escalation', () => {
 describe('leftovers after the main process exits', () => {
   test('done resolves although a grandchild holds stdout, and the grandchild is killed', async () => {
     const { proc, chunks } = run({ command: ['sh', '-c', 'sleep 1000 & echo $!; exit 3'], killGraceSeconds: 0.3 });
-    const pgid = proc.pid!;
+    const pgid = await procs.spawned(proc);
     const result = await proc.done;
     const grandchild = Number(text(chunks).trim());
 
@@ -174,7 +174,7 @@ describe('leftovers after the main process exits', () => {
       'while [ "$(cut -d" " -f3 /proc/$C/stat)" != Z ]; do sleep 0.01; done',
     ].join('\n');
     const { proc, chunks } = run({ command: ['sh', '-c', script], cwd: procs.scratch(), killGraceSeconds: 0.3 });
-    const pgid = proc.pid!;
+    const pgid = await procs.spawned(proc);
     await waitForText(chunks, '\n');
     escapedPids.push(Number(text(chunks).trim())); // before awaiting done, so cleanup has it either way
     const result = await proc.done;
@@ -282,7 +282,7 @@ describe('exit status, env and cwd', () => {
   test('an onOutput that throws is reported, and supervision carries on', async () => {
     const proc = superviseProcess({ command: ['sh', '-c', 'echo a; echo b >&2; exit 4'] }, () => {
       throw new Error('shipper broke');
-    });
+    }, procs.launch);
     procs.track(proc);
     const result = await proc.done;
     expect(result).toMatchObject({ reason: 'exited', exitCode: 4, outputBytes: 4 });

@@ -1,0 +1,60 @@
+// The supervisor's tests again, with every job process started through the worker's spawn helper
+// (worker/spawn-helper.mjs): its guarantees must not depend on who calls fork(). Then what only
+// the helper can get wrong: whose child the job is, a stop before the spawn is confirmed, and the
+// helper dying under running jobs.
+import { readFileSync } from 'node:fs';
+import { SpawnHelper } from '../../worker/spawner.js';
+import { processGroupAlive, superviseProcess, type OutputChunk, type SupervisedProcess } from '../../worker/supervisor.js';
+
+process.env.SKIPJACK_TEST_SPAWN_HELPER = '1';
+await import('./supervisor.test.js');
+await import('./supervisor-output.test.js');
+
+describe('the spawn helper itself', () => {
+  let helper: SpawnHelper;
+  const started: SupervisedProcess[] = [];
+  beforeEach(() => (helper = new SpawnHelper()));
+  afterEach(async () => {
+    for (const proc of started.splice(0)) {
+      if (proc.pid !== undefined && processGroupAlive(proc.pid)) process.kill(-proc.pid, 'SIGKILL');
+      await proc.done;
+    }
+    helper.stop();
+  });
+  const run = (command: string[], chunks: OutputChunk[] = []) => {
+    const proc = superviseProcess({ command, killGraceSeconds: 0.2 }, (c) => chunks.push(c), helper.launch);
+    started.push(proc);
+    return proc;
+  };
+  const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+
+  test('job processes are the helper\'s children, not the worker\'s', async () => {
+    const chunks: OutputChunk[] = [];
+    const proc = run(['sh', '-c', 'echo $PPID'], chunks);
+    const result = await proc.done;
+    const parent = Number(Buffer.concat(chunks.map((c) => c.data)).toString().trim());
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
+    expect(parent).not.toBe(process.pid);
+    expect(parentOf(parent)).toBe(process.pid); // the helper is ours
+  });
+
+  test('a stop before the helper confirmed the spawn still kills the process', async () => {
+    const proc = run(['sleep', '1000']);
+    expect(proc.pid).toBeUndefined();
+    proc.cancel();
+    const result = await proc.done;
+    expect(result).toMatchObject({ reason: 'cancelled', signal: 'SIGTERM' });
+    expect(processGroupAlive(proc.pid!)).toBe(false);
+  });
+
+  test('when the helper dies, running jobs end (their groups killed) with a warning, and the next job gets a new helper', async () => {
+    const proc = run(['sh', '-c', 'sleep 1000 & sleep 1000; wait']);
+    while (proc.pid === undefined) await new Promise((r) => setTimeout(r, 5));
+    process.kill(parentOf(proc.pid), 'SIGKILL');
+    const result = await proc.done;
+    expect(result.warnings.join('\n')).toMatch(/spawn helper exited/);
+    expect(processGroupAlive(proc.pid)).toBe(false);
+    const next = await run(['true']).done;
+    expect(next).toMatchObject({ reason: 'exited', exitCode: 0 });
+  });
+});
