@@ -25,8 +25,9 @@ export interface WorkerOptions {
    */
   executor?: 'process' | 'noop';
   /**
-   * Start job processes through a small helper process (spawn-helper.mjs), whose fork() is
-   * cheaper than this process's: about twice the start rate. Default true.
+   * Start job processes through the spawn helper (spawn-helper.py, python3 with vfork), which
+   * starts them about three times as fast as this process can. Without python3 the worker forks
+   * them itself, with a warning. Default true.
    */
   spawnHelper?: boolean;
   /** Longest long-poll per claim request. */
@@ -66,6 +67,15 @@ export class WorkerAgent {
     );
   }
 
+  private async startSpawnHelper(): Promise<void> {
+    if (!this.spawnHelper) return;
+    const started = await this.spawnHelper.start();
+    if (started.ok) return void this.log.debug('spawn helper ready');
+    this.log.warn({ reason: started.reason }, 'spawn helper unavailable (python3 3.9+ needed); the worker forks job processes itself, more slowly');
+    this.spawnHelper.stop();
+    this.spawnHelper = null;
+  }
+
   get workerId(): string {
     return this.id;
   }
@@ -79,6 +89,7 @@ export class WorkerAgent {
   }
 
   async start(): Promise<void> {
+    await this.startSpawnHelper();
     await this.register();
     this.loops = [this.claimLoop(), this.heartbeatLoop()];
   }

@@ -1,7 +1,7 @@
 // Starting job processes: in this process (child_process.spawn), or through the spawn helper
-// (spawn-helper.mjs), a small process whose fork() is cheaper than ours. Both hand the supervisor
-// the same thing: a pid, two output streams, and 'spawn', 'error' and 'exit' events.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+// (spawn-helper.py), which starts them with vfork. Both hand the supervisor the same thing: a pid,
+// two output streams, and 'spawn', 'error' and 'exit' events.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +29,10 @@ export const launchInProcess: Launcher = (file, args, opts): ChildProcess =>
   spawn(file, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
 
 type HelperMessage =
+  | { t: 'ready' }
   | { t: 'spawned'; id: number; pid: number }
   | { t: 'failed'; id: number; message: string }
-  | { t: 'out'; id: number; stream: 'stdout' | 'stderr'; data: Uint8Array }
+  | { t: 'out'; id: number; stream: 'stdout' | 'stderr' }
   | { t: 'eof'; id: number; stream: 'stdout' | 'stderr' }
   | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
 
@@ -50,47 +51,101 @@ class HelperChild extends EventEmitter implements LaunchedProcess {
   }
 }
 
-const HELPER_PATH = fileURLToPath(new URL('./spawn-helper.mjs', import.meta.url));
+const HELPER_PATH = fileURLToPath(new URL('./spawn-helper.py', import.meta.url));
+const HEADER_BYTES = 8;
 
-/** One helper process per worker, started on first use and again if it dies. */
+/** Frames both ways: uint32 JSON length, uint32 payload length (big-endian), JSON, payload. */
+function frame(msg: object, payload?: Buffer): Buffer {
+  const json = Buffer.from(JSON.stringify(msg));
+  const header = Buffer.alloc(HEADER_BYTES);
+  header.writeUInt32BE(json.length, 0);
+  header.writeUInt32BE(payload?.length ?? 0, 4);
+  return Buffer.concat(payload ? [header, json, payload] : [header, json]);
+}
+
+/**
+ * The spawn helper (spawn-helper.py): python3 starts job processes with vfork, which a big Node
+ * process cannot. One per worker, restarted if it dies. Without python3 (3.9+), start() says so
+ * and the worker forks jobs itself.
+ */
 export class SpawnHelper {
   private helper: ChildProcess | undefined;
   private readonly children = new Map<number, HelperChild>();
   private nextId = 1;
+  private pending = Buffer.alloc(0);
+  private readonly ready = new WeakSet<ChildProcess>();
+
+  constructor(private readonly python = 'python3') {}
+
+  /** Starts the helper and waits until it answers: false (with the reason) if it cannot run here. */
+  async start(): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const helper = this.running();
+    return new Promise((resolve) => {
+      let stderr = '';
+      helper.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      helper.once('error', (err) => resolve({ ok: false, reason: err.message }));
+      helper.once('exit', (code) => resolve({ ok: false, reason: stderr.trim() || `exited with code ${code}` }));
+      helper.once('ready', () => resolve({ ok: true }));
+    });
+  }
 
   readonly launch: Launcher = (file, args, opts) => {
     const helper = this.running();
-    const child = new HelperChild(this.nextId++, () => this.post({ t: 'drop', id: child.id }));
+    const child = new HelperChild(this.nextId++, () => helper.stdin!.write(frame({ t: 'drop', id: child.id })));
     this.children.set(child.id, child);
-    this.post({ t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env }, helper);
+    this.holdOpen(helper);
+    helper.stdin!.write(frame({ t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env }));
     return child;
   };
 
   /** Ends the helper; job processes it started keep running in their own sessions. */
   stop(): void {
-    this.helper?.disconnect();
+    this.helper?.stdin?.end();
     this.helper = undefined;
   }
 
   private running(): ChildProcess {
-    if (this.helper?.connected) return this.helper;
-    // execArgv [], so the helper does not load the TypeScript loader this process may run under.
-    const helper = fork(HELPER_PATH, [], { execArgv: [], serialization: 'advanced', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    helper.on('message', (msg: HelperMessage) => this.dispatch(msg));
+    if (this.helper && this.helper.exitCode === null && this.helper.signalCode === null) return this.helper;
+    // Its own process group: a terminal's Ctrl-C is for the worker, which then stops the jobs.
+    const helper = spawn(this.python, [HELPER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+    this.pending = Buffer.alloc(0);
+    helper.stdout!.on('data', (data: Buffer) => this.receive(helper, data));
+    helper.stderr!.on('data', (data: Buffer) => process.stderr.write(data));
+    helper.stdin!.on('error', () => {}); // it died: 'exit' below handles that
     helper.once('exit', () => this.lost(helper));
     helper.on('error', () => this.lost(helper));
-    // Idle, it must not keep the worker alive; busy, the worker has other reasons to run.
-    helper.unref();
-    (helper.channel as { unref?: () => void } | undefined)?.unref?.();
+    helper.once('ready', () => this.holdOpen(helper));
     this.helper = helper;
     return helper;
   }
 
-  private post(msg: object, helper = this.helper): void {
-    if (helper?.connected) helper.send(msg);
+  /** Starting or running jobs, the helper keeps the worker's event loop alive; idle, it must not. */
+  private holdOpen(helper: ChildProcess): void {
+    const ref = this.children.size > 0 || !this.ready.has(helper);
+    for (const h of [helper, helper.stdin, helper.stdout, helper.stderr] as unknown as { ref(): void; unref(): void }[]) {
+      if (ref) h.ref();
+      else h.unref();
+    }
   }
 
-  private dispatch(msg: HelperMessage): void {
+  private receive(helper: ChildProcess, data: Buffer): void {
+    let buf = this.pending.length ? Buffer.concat([this.pending, data]) : data;
+    while (buf.length >= HEADER_BYTES) {
+      const jsonLength = buf.readUInt32BE(0);
+      const end = HEADER_BYTES + jsonLength + buf.readUInt32BE(4);
+      if (buf.length < end) break;
+      const msg = JSON.parse(buf.subarray(HEADER_BYTES, HEADER_BYTES + jsonLength).toString()) as HelperMessage;
+      this.dispatch(helper, msg, buf.subarray(HEADER_BYTES + jsonLength, end));
+      buf = buf.subarray(end);
+    }
+    this.pending = Buffer.from(buf);
+  }
+
+  private dispatch(helper: ChildProcess, msg: HelperMessage, payload: Buffer): void {
+    if (msg.t === 'ready') {
+      this.ready.add(helper);
+      return void helper.emit('ready');
+    }
     const child = this.children.get(msg.id);
     if (!child) return;
     switch (msg.t) {
@@ -99,11 +154,13 @@ export class SpawnHelper {
         child.emit('spawn');
         break;
       case 'failed':
-        this.children.delete(child.id);
-        child.emit('error', Object.assign(new Error(msg.message), { code: 'ESPAWNHELPER' }));
+        child.exited = true;
+        child.openStreams = 0;
+        this.forgetIfDone(child);
+        child.emit('error', new Error(msg.message));
         break;
       case 'out':
-        child[msg.stream].write(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength));
+        child[msg.stream].write(payload);
         break;
       case 'eof':
         child[msg.stream].end();
@@ -119,7 +176,9 @@ export class SpawnHelper {
   }
 
   private forgetIfDone(child: HelperChild): void {
-    if (child.exited && child.openStreams === 0) this.children.delete(child.id);
+    if (!child.exited || child.openStreams > 0) return;
+    this.children.delete(child.id);
+    if (this.children.size === 0 && this.helper) this.holdOpen(this.helper);
   }
 
   /** The helper died: its children's exits will never be reported. Their groups are killed by the supervisor. */

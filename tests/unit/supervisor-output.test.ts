@@ -57,7 +57,8 @@ describe('output from a process', () => {
     const finished = path.join(procs.scratch(), 'finished');
     const script = [
       `${PATTERN_SOURCE}process.stdout.write(b.subarray(0, 300000));`,
-      `process.stderr.write('later\\n');`,
+      // The same stream: across stdout and stderr, which the reader sees first is a race.
+      `process.stdout.write('later\\n');`,
       `setTimeout(() => { require('fs').writeFileSync(${JSON.stringify(finished)}, ''); process.exit(7); }, 100);`,
     ].join('');
     const { proc, chunks } = run({ command: [process.execPath, '-e', script], outputCapBytes: cap });

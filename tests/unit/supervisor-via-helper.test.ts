@@ -1,5 +1,5 @@
 // The supervisor's tests again, with every job process started through the worker's spawn helper
-// (worker/spawn-helper.mjs): its guarantees must not depend on who calls fork(). Then what only
+// (worker/spawn-helper.py): its guarantees must not depend on who calls fork(). Then what only
 // the helper can get wrong: whose child the job is, a stop before the spawn is confirmed, and the
 // helper dying under running jobs.
 import { readFileSync } from 'node:fs';
@@ -27,6 +27,12 @@ describe('the spawn helper itself', () => {
     return proc;
   };
   const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+
+  test('start() answers ready, or why the helper cannot run here (then the worker forks jobs itself)', async () => {
+    expect(await helper.start()).toEqual({ ok: true });
+    const missing = new SpawnHelper('skipjack-no-such-python');
+    expect(await missing.start()).toEqual({ ok: false, reason: expect.stringMatching(/ENOENT/) });
+  });
 
   test('job processes are the helper\'s children, not the worker\'s', async () => {
     const chunks: OutputChunk[] = [];

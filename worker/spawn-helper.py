@@ -1,0 +1,153 @@
+"""The worker's spawn helper: a small, long-lived process that starts job processes for it.
+
+Node can only fork() a child, and fork() of a big process is slow: every page the parent writes
+afterwards takes a copy-on-write fault. Python's subprocess uses vfork(), which copies nothing, so
+this helper starts processes at about three times the rate of a Node process on the same machine
+(bench/scenarios/process.ts). It starts, reads and reaps; the worker signals process groups itself.
+
+Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payload length), the
+JSON, then the payload (output bytes, for 'out' only).
+  in:  {t: spawn, id, file, args, cwd, env}    {t: drop, id}: stop reading a job's output
+  out: {t: ready}  {t: spawned, id, pid}  {t: failed, id, message}  {t: out, id, stream} + bytes
+       {t: eof, id, stream}  {t: exit, id, code, signal}
+When stdin closes (the worker stopped or died) the helper exits; job processes live in their
+own sessions and are the worker's (or its successor's) to stop.
+"""
+import errno
+import json
+import os
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+
+HEADER = struct.Struct(">II")
+READ_SIZE = 65536
+
+sel = selectors.DefaultSelector()
+out = sys.stdout.buffer
+jobs = {}  # id -> {"proc": Popen, "pidfd": int, "open": set of stream names}
+
+
+def send(msg, payload=b""):
+    body = json.dumps(msg, separators=(",", ":")).encode()
+    out.write(HEADER.pack(len(body), len(payload)) + body + payload)
+    out.flush()
+
+
+def spawn(msg):
+    jid = msg["id"]
+    try:
+        proc = subprocess.Popen(
+            [msg["file"], *msg["args"]], cwd=msg.get("cwd"), env=msg["env"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)  # setsid: the job leads its own process group
+    except OSError as e:
+        code = errno.errorcode.get(e.errno, str(e.errno))
+        return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']} {code}"})
+    pidfd = os.pidfd_open(proc.pid)
+    jobs[jid] = {"proc": proc, "pidfd": pidfd, "open": {"stdout", "stderr"}}
+    send({"t": "spawned", "id": jid, "pid": proc.pid})
+    os.set_blocking(proc.stdout.fileno(), False)
+    os.set_blocking(proc.stderr.fileno(), False)
+    sel.register(proc.stdout, selectors.EVENT_READ, ("out", jid, "stdout"))
+    sel.register(proc.stderr, selectors.EVENT_READ, ("out", jid, "stderr"))
+    sel.register(pidfd, selectors.EVENT_READ, ("exit", jid, None))
+
+
+def close_stream(jid, stream):
+    job = jobs[jid]
+    if stream not in job["open"]:
+        return
+    pipe = getattr(job["proc"], stream)
+    sel.unregister(pipe)
+    pipe.close()
+    job["open"].discard(stream)
+    send({"t": "eof", "id": jid, "stream": stream})
+    forget_if_done(jid)
+
+
+def forget_if_done(jid):
+    job = jobs[jid]
+    if not job["open"] and job["pidfd"] is None:
+        del jobs[jid]
+
+
+def read_output(jid, stream):
+    try:
+        data = os.read(getattr(jobs[jid]["proc"], stream).fileno(), READ_SIZE)
+    except BlockingIOError:
+        return
+    if data:
+        send({"t": "out", "id": jid, "stream": stream}, data)
+    else:
+        close_stream(jid, stream)
+
+
+def reap(jid):
+    job = jobs[jid]
+    sel.unregister(job["pidfd"])
+    os.close(job["pidfd"])
+    job["pidfd"] = None
+    rc = job["proc"].wait()
+    code, sig = (rc, None) if rc >= 0 else (None, signal.Signals(-rc).name)
+    send({"t": "exit", "id": jid, "code": code, "signal": sig})
+    forget_if_done(jid)
+
+
+class Commands:
+    """Frames arriving on stdin."""
+
+    def __init__(self):
+        self.buf = b""
+
+    def feed(self, data):
+        self.buf += data
+        while len(self.buf) >= HEADER.size:
+            jlen, plen = HEADER.unpack_from(self.buf)
+            end = HEADER.size + jlen + plen
+            if len(self.buf) < end:
+                return
+            msg = json.loads(self.buf[HEADER.size:HEADER.size + jlen])
+            self.buf = self.buf[end:]
+            if msg["t"] == "spawn":
+                spawn(msg)
+            elif msg["t"] == "drop" and msg["id"] in jobs:
+                for stream in list(jobs[msg["id"]]["open"]):
+                    close_stream(msg["id"], stream)
+
+
+def main():
+    if not hasattr(os, "pidfd_open"):
+        sys.exit("the spawn helper needs Python 3.9 or later on Linux 5.3 or later (os.pidfd_open)")
+    commands = Commands()
+    stdin = sys.stdin.buffer.raw
+    os.set_blocking(stdin.fileno(), False)
+    sel.register(stdin, selectors.EVENT_READ, ("in", None, None))
+    send({"t": "ready"})
+    while True:
+        for key, _ in sel.select():
+            kind, jid, stream = key.data
+            if kind == "in":
+                try:
+                    data = os.read(stdin.fileno(), READ_SIZE)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    return
+                commands.feed(data)
+            elif jid not in jobs:
+                continue  # finished earlier in this round
+            elif kind == "out":
+                if stream in jobs[jid]["open"]:
+                    read_output(jid, stream)
+            elif jobs[jid]["pidfd"] is not None:
+                reap(jid)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BrokenPipeError:
+        pass
