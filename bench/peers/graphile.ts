@@ -87,8 +87,8 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
   return { variant: v.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
 }
 
-/** Single jobs `gapMs` apart into an idle runner: addJob call to task start. */
-export async function graphileLatency(connectionString: string, n: number, gapMs: number, v: GraphileVariant): Promise<LatencySummary & { variant: string }> {
+/** Single jobs `gapMs` apart into an idle runner: addJob call to task start; the first `warmup` are not counted. */
+export async function graphileLatency(connectionString: string, n: number, gapMs: number, v: GraphileVariant, warmup = 0): Promise<LatencySummary & { variant: string }> {
   const wu = await utils(connectionString);
   const samples: number[] = [];
   const runner = await startRunner(connectionString, v, {
@@ -96,13 +96,13 @@ export async function graphileLatency(connectionString: string, n: number, gapMs
       samples.push(wallMs() - (payload as { t: number }).t);
     },
   });
-  const progress = new Progress('graphile: latency', n);
+  const progress = new Progress('graphile: latency', n + warmup);
   try {
-    await sendPaced(n, gapMs, (t) => wu.addJob('lat', { t }), samples, progress);
+    await sendPaced(n + warmup, gapMs, (t) => wu.addJob('lat', { t }), samples, progress);
   } finally {
     progress.done();
     await runner.stop();
     await wu.release();
   }
-  return { variant: v.name, ...summarize(samples) };
+  return { variant: v.name, ...summarize(samples.slice(warmup)) };
 }

@@ -72,19 +72,19 @@ export async function pgbossDrain(connectionString: string, n: number, v: PgBoss
 }
 
 /** Single jobs `gapMs` apart into idle workers: send() call to handler start. */
-export async function pgbossLatency(connectionString: string, n: number, gapMs: number, v: PgBossVariant): Promise<LatencySummary & { variant: string }> {
+export async function pgbossLatency(connectionString: string, n: number, gapMs: number, v: PgBossVariant, warmup = 0): Promise<LatencySummary & { variant: string }> {
   const boss = await startBoss(connectionString, v, 'lat');
   const samples: number[] = [];
-  const progress = new Progress('pg-boss: latency', n);
+  const progress = new Progress('pg-boss: latency', n + warmup);
   try {
     await boss.work<{ t: number }>('lat', v.work, async (jobs) => {
       const now = wallMs();
       for (const j of jobs) samples.push(now - j.data.t);
     });
-    await sendPaced(n, gapMs, (t) => boss.send('lat', { t }), samples, progress);
+    await sendPaced(n + warmup, gapMs, (t) => boss.send('lat', { t }), samples, progress);
   } finally {
     progress.done();
     await boss.stop({ graceful: true, timeout: 5000 });
   }
-  return { variant: v.name, ...summarize(samples) };
+  return { variant: v.name, ...summarize(samples.slice(warmup)) };
 }
