@@ -140,8 +140,10 @@ export class WorkerAgent {
       const poll = new AbortController();
       this.waitingPoll = { abort: poll, since: Date.now() };
       try {
-        const signal = AbortSignal.any([this.stopClaiming.signal, poll.signal]);
         // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
+        // Nor abort such a claim (a drain, more room): the server may have applied them already,
+        // and sent again they would be refused as stale.
+        const signal = carried.items.length ? undefined : AbortSignal.any([this.stopClaiming.signal, poll.signal]);
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
         const answer = await this.client.claim(this.id, free, waitMs, signal, carried.items);
         carried.settle(answer.releases);

@@ -55,12 +55,27 @@ const HELPER_PATH = fileURLToPath(new URL('./spawn-helper.py', import.meta.url))
 const HEADER_BYTES = 8;
 
 /** Frames both ways: uint32 JSON length, uint32 payload length (big-endian), JSON, payload. */
-function frame(msg: object, payload?: Buffer): Buffer {
+function frame(msg: object): Buffer {
   const json = Buffer.from(JSON.stringify(msg));
   const header = Buffer.alloc(HEADER_BYTES);
   header.writeUInt32BE(json.length, 0);
-  header.writeUInt32BE(payload?.length ?? 0, 4);
-  return Buffer.concat(payload ? [header, json, payload] : [header, json]);
+  return Buffer.concat([header, json]);
+}
+
+/** A stream's bytes in, whole frames out. */
+function frameReader(onFrame: (msg: HelperMessage, payload: Buffer) => void): (data: Buffer) => void {
+  let pending = Buffer.alloc(0);
+  return (data) => {
+    let buf = pending.length ? Buffer.concat([pending, data]) : data;
+    while (buf.length >= HEADER_BYTES) {
+      const jsonLength = buf.readUInt32BE(0);
+      const end = HEADER_BYTES + jsonLength + buf.readUInt32BE(4);
+      if (buf.length < end) break;
+      onFrame(JSON.parse(buf.subarray(HEADER_BYTES, HEADER_BYTES + jsonLength).toString()), buf.subarray(HEADER_BYTES + jsonLength, end));
+      buf = buf.subarray(end);
+    }
+    pending = Buffer.from(buf);
+  };
 }
 
 /**
@@ -72,7 +87,6 @@ export class SpawnHelper {
   private helper: ChildProcess | undefined;
   private readonly children = new Map<number, HelperChild>();
   private nextId = 1;
-  private pending = Buffer.alloc(0);
   private readonly ready = new WeakSet<ChildProcess>();
 
   constructor(private readonly python = 'python3') {}
@@ -80,13 +94,18 @@ export class SpawnHelper {
   /** Starts the helper and waits until it answers: false (with the reason) if it cannot run here. */
   async start(): Promise<{ ok: true } | { ok: false; reason: string }> {
     const helper = this.running();
-    return new Promise((resolve) => {
-      let stderr = '';
-      helper.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      helper.once('error', (err) => resolve({ ok: false, reason: err.message }));
-      helper.once('exit', (code) => resolve({ ok: false, reason: stderr.trim() || `exited with code ${code}` }));
-      helper.once('ready', () => resolve({ ok: true }));
-    });
+    let stderr = '';
+    const collect = (d: Buffer) => (stderr += d.toString());
+    helper.stderr!.on('data', collect);
+    try {
+      return await new Promise((resolve) => {
+        helper.once('error', (err) => resolve({ ok: false, reason: err.message }));
+        helper.once('exit', (code) => resolve({ ok: false, reason: stderr.trim() || `exited with code ${code}` }));
+        helper.once('ready', () => resolve({ ok: true }));
+      });
+    } finally {
+      helper.stderr!.off('data', collect);
+    }
   }
 
   readonly launch: Launcher = (file, args, opts) => {
@@ -108,8 +127,7 @@ export class SpawnHelper {
     if (this.helper && this.helper.exitCode === null && this.helper.signalCode === null) return this.helper;
     // Its own process group: a terminal's Ctrl-C is for the worker, which then stops the jobs.
     const helper = spawn(this.python, [HELPER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
-    this.pending = Buffer.alloc(0);
-    helper.stdout!.on('data', (data: Buffer) => this.receive(helper, data));
+    helper.stdout!.on('data', frameReader((msg, payload) => this.dispatch(helper, msg, payload)));
     helper.stderr!.on('data', (data: Buffer) => process.stderr.write(data));
     helper.stdin!.on('error', () => {}); // it died: 'exit' below handles that
     helper.once('exit', () => this.lost(helper));
@@ -126,19 +144,6 @@ export class SpawnHelper {
       if (ref) h.ref();
       else h.unref();
     }
-  }
-
-  private receive(helper: ChildProcess, data: Buffer): void {
-    let buf = this.pending.length ? Buffer.concat([this.pending, data]) : data;
-    while (buf.length >= HEADER_BYTES) {
-      const jsonLength = buf.readUInt32BE(0);
-      const end = HEADER_BYTES + jsonLength + buf.readUInt32BE(4);
-      if (buf.length < end) break;
-      const msg = JSON.parse(buf.subarray(HEADER_BYTES, HEADER_BYTES + jsonLength).toString()) as HelperMessage;
-      this.dispatch(helper, msg, buf.subarray(HEADER_BYTES + jsonLength, end));
-      buf = buf.subarray(end);
-    }
-    this.pending = Buffer.from(buf);
   }
 
   private dispatch(helper: ChildProcess, msg: HelperMessage, payload: Buffer): void {
