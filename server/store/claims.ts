@@ -26,7 +26,18 @@ type Executor = Db | Transaction<Database>;
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
 export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
-  if (opts.jobId === undefined && settings.filtersInSql && !hasCentralQueues(settings)) return claimInOneStatement(db, workerId, opts);
+  const claimed = opts.jobId === undefined && settings.filtersInSql && !hasCentralQueues(settings)
+    ? await claimInOneStatement(db, workerId, opts)
+    : await claimInTransaction(db, settings, workerId, opts);
+  return claimed.sort(inClaimOrder);
+}
+
+/** Priority first, then due time, then age: the order of the pending index. */
+function inClaimOrder(a: JobRow, b: JobRow): number {
+  return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || a.id - b.id;
+}
+
+async function claimInTransaction(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
   return db.transaction().execute(async (trx) => {
     const worker = await lockWorker(trx, workerId);
     if (worker.state !== 'active') return [];

@@ -34,6 +34,10 @@ export async function deleteExpiredJobs(db: Db, retentionMs: number, batch = 100
       SELECT id FROM jobs
       WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < now() - ${retentionMs} * interval '1 millisecond'
       ORDER BY finished_at LIMIT ${batch} FOR UPDATE SKIP LOCKED
+    ), runs AS (
+      DELETE FROM job_attempts USING doomed WHERE job_attempts.job_id = doomed.id
+    ), output AS (
+      DELETE FROM job_logs USING doomed WHERE job_logs.job_id = doomed.id
     )
     DELETE FROM jobs USING doomed WHERE jobs.id = doomed.id RETURNING jobs.id`.execute(db);
   return rows.length;
