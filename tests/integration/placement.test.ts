@@ -65,6 +65,13 @@ describe('pull mode', () => {
     expect(held.every((h) => h.n === 6 || h.cpu + 100 > 1000)).toBe(true);
   });
 
+  test('a claim takes jobs first-fit in claim order: one too big for what is left is passed over, a smaller one after it is not', async () => {
+    const w = await t.client.register(worker('fit', 'mad', { capacity: { cpu: 1000, memoryMb: 8192, diskMb: 10_000, slots: 4 } }));
+    const cpu = (n: number, priority: number) => ({ command: ['true'], priority, constraints: { resources: { cpu: n } } });
+    const [a, , c] = (await t.client.enqueueBatch([cpu(600, 3), cpu(600, 2), cpu(300, 1)])).jobs;
+    expect((await t.client.claim(w.id, 3)).jobs.map((j) => j.id)).toEqual([a.id, c.id]);
+  });
+
   test('100,000 pending jobs for another region are never read by the claim, and do not starve it', async () => {
     await sql`
       INSERT INTO jobs (command, regions, priority)
