@@ -29,7 +29,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
     -- Pending jobs the worker may run, in claim order: its queues, its region, its labels, and each
     -- no bigger than what it has free. Every (queue, region key) pair is one index range read in
-    -- claim order, so jobs bound to other regions are never read, however many wait.
+    -- claim order, so jobs bound to other regions are never read, however many wait. Each range
+    -- gives up to p_limit rows and all come back, so the caller knows every row it locked.
     CREATE FUNCTION skipjack_candidates(w workers, p_queues text[], p_limit int,
       p_free_cpu int, p_free_memory_mb int, p_free_disk_mb int, p_lock boolean, p_job_id bigint DEFAULT NULL)
     RETURNS SETOF jobs LANGUAGE plpgsql AS $fn$
@@ -50,9 +51,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           ORDER BY j.priority DESC, j.run_at, j.id
           LIMIT $9 %s
         ) AS c
-        ORDER BY c.priority DESC, c.run_at, c.id
-        LIMIT $9$q$, CASE WHEN p_lock THEN 'FOR UPDATE OF j SKIP LOCKED' ELSE '' END)
-      USING p_queues, ARRAY(SELECT DISTINCT k FROM unnest(ARRAY['', '*', w.region]) AS k WHERE k IS NOT NULL),
+        ORDER BY c.priority DESC, c.run_at, c.id$q$, CASE WHEN p_lock THEN 'FOR UPDATE OF j SKIP LOCKED' ELSE '' END)
+      -- Region keys: '' (any region); with a region of its own, also that one and '*' (a set).
+      USING p_queues, CASE WHEN w.region IS NULL THEN ARRAY[''] ELSE ARRAY(SELECT DISTINCT unnest(ARRAY['', '*', w.region])) END,
         w.region, p_job_id, p_free_cpu, p_free_memory_mb, p_free_disk_mb, w.labels, p_limit;
     END $fn$;
 
@@ -91,7 +92,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       FOR c IN SELECT * FROM skipjack_candidates(w, w.queues, least(p_max, free_slots), free_cpu, free_memory_mb, free_disk_mb, true) LOOP
         seen := seen + 1;
         -- First fit in claim order: a job bigger than what is left is passed over, a smaller one after it is not.
-        CONTINUE WHEN c.need_cpu > free_cpu OR c.need_memory_mb > free_memory_mb OR c.need_disk_mb > free_disk_mb;
+        CONTINUE WHEN cardinality(ids) >= least(p_max, free_slots)
+          OR c.need_cpu > free_cpu OR c.need_memory_mb > free_memory_mb OR c.need_disk_mb > free_disk_mb;
         ids := ids || c.id;
         free_cpu := free_cpu - c.need_cpu;
         free_memory_mb := free_memory_mb - c.need_memory_mb;

@@ -138,7 +138,7 @@ export class WorkerAgent {
         continue;
       }
       const poll = new AbortController();
-      this.waitingPoll = { abort: poll, since: Date.now() };
+      if (carried.items.length === 0) this.waitingPoll = { abort: poll, since: Date.now() };
       try {
         // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
         // Nor abort such a claim (a drain, more room): the server may have applied them already,

@@ -46,9 +46,20 @@ def spawn(msg):
     except OSError as e:
         code = errno.errorcode.get(e.errno, str(e.errno))
         return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']} {code}"})
+    except Exception as e:  # e.g. a lone surrogate in an argument: this job fails, no other
+        return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: {e}"})
+    try:
+        watch(jid, proc)
+    except Exception as e:  # out of descriptors, say: the process must not run unwatched
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: could not watch the process: {e}"})
+    send({"t": "spawned", "id": jid, "pid": proc.pid})
+
+
+def watch(jid, proc):
     pidfd = os.pidfd_open(proc.pid)
     jobs[jid] = {"proc": proc, "pidfd": pidfd, "open": {"stdout", "stderr"}}
-    send({"t": "spawned", "id": jid, "pid": proc.pid})
     os.set_blocking(proc.stdout.fileno(), False)
     os.set_blocking(proc.stderr.fileno(), False)
     sel.register(proc.stdout, selectors.EVENT_READ, ("out", jid, "stdout"))
@@ -91,9 +102,16 @@ def reap(jid):
     os.close(job["pidfd"])
     job["pidfd"] = None
     rc = job["proc"].wait()
-    code, sig = (rc, None) if rc >= 0 else (None, signal.Signals(-rc).name)
+    code, sig = (rc, None) if rc >= 0 else (None, signal_name(-rc))
     send({"t": "exit", "id": jid, "code": code, "signal": sig})
     forget_if_done(jid)
+
+
+def signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name here; Node calls them SIGRTMIN+n
+        return f"SIGRTMIN+{number - signal.SIGRTMIN}" if number >= signal.SIGRTMIN else f"SIG{number}"
 
 
 class Commands:
@@ -119,8 +137,10 @@ class Commands:
 
 
 def main():
-    if not hasattr(os, "pidfd_open"):
-        sys.exit("the spawn helper needs Python 3.9 or later on Linux 5.3 or later (os.pidfd_open)")
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as e:  # old Python, old kernel, or a seccomp filter
+        sys.exit(f"the spawn helper needs os.pidfd_open (Python 3.9+, Linux 5.3+): {e}")
     commands = Commands()
     stdin = sys.stdin.buffer.raw
     os.set_blocking(stdin.fileno(), False)

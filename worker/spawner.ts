@@ -44,7 +44,7 @@ class HelperChild extends EventEmitter implements LaunchedProcess {
   /** Output may still arrive after the exit, until both streams have ended. */
   openStreams = 2;
 
-  constructor(readonly id: number, drop: () => void) {
+  constructor(readonly id: number, readonly helper: ChildProcess, drop: () => void) {
     super();
     // The supervisor destroys streams it gave up on (held open by an escaped process).
     for (const s of [this.stdout, this.stderr]) s.once('close', () => { if (!s.writableEnded) drop(); });
@@ -110,7 +110,7 @@ export class SpawnHelper {
 
   readonly launch: Launcher = (file, args, opts) => {
     const helper = this.running();
-    const child = new HelperChild(this.nextId++, () => helper.stdin!.write(frame({ t: 'drop', id: child.id })));
+    const child = new HelperChild(this.nextId++, helper, () => helper.stdin!.write(frame({ t: 'drop', id: child.id })));
     this.children.set(child.id, child);
     this.holdOpen(helper);
     helper.stdin!.write(frame({ t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env }));
@@ -129,8 +129,9 @@ export class SpawnHelper {
     const helper = spawn(this.python, [HELPER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
     helper.stdout!.on('data', frameReader((msg, payload) => this.dispatch(helper, msg, payload)));
     helper.stderr!.on('data', (data: Buffer) => process.stderr.write(data));
-    helper.stdin!.on('error', () => {}); // it died: 'exit' below handles that
-    helper.once('exit', () => this.lost(helper));
+    helper.stdin!.on('error', () => {}); // it died: 'close' below handles that
+    // 'close', not 'exit': by then every frame it wrote has been read and dispatched.
+    helper.once('close', () => this.lost(helper));
     helper.on('error', () => this.lost(helper));
     helper.once('ready', () => this.holdOpen(helper));
     this.helper = helper;
@@ -190,6 +191,8 @@ export class SpawnHelper {
   private lost(helper: ChildProcess): void {
     if (this.helper === helper) this.helper = undefined;
     for (const child of this.children.values()) {
+      if (child.helper !== helper) continue; // started by its successor
+      this.children.delete(child.id);
       if (child.pid === undefined) child.emit('error', new Error('the spawn helper exited before starting the job'));
       else {
         child.emit('error', new Error('the spawn helper exited; the job\'s exit status is unknown'));
@@ -198,6 +201,5 @@ export class SpawnHelper {
         if (!child.exited) child.emit('exit', null, null);
       }
     }
-    this.children.clear();
   }
 }

@@ -4,8 +4,7 @@ import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema
 import type { AppContext } from '../context.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
-import { getJob } from '../store/jobs.js';
-import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleaseInput } from '../store/leases.js';
+import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleasedRun, type ReleaseInput } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
 export function leaseRoutes(ctx: AppContext): Router {
@@ -26,9 +25,11 @@ export function leaseRoutes(ctx: AppContext): Router {
 
   r.post('/jobs/:id/release', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
-    const [result] = await release(ctx, [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }]);
+    const input = [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }];
+    const done = await releaseJobs(ctx.db, input, true);
+    const [result] = answerReleases(ctx, input, done);
     if (!result.ok) throw staleLease(id);
-    res.json(toJobView(await getJob(ctx.db, id)));
+    res.json(toJobView(done.get(id)!));
   });
 
   r.post('/jobs/:id/restart', async (req, res) => {
@@ -50,7 +51,10 @@ export function leaseRoutes(ctx: AppContext): Router {
 
 /** Releases many runs in one statement and answers each; shared by /releases and /claims. */
 export async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[]) {
-  const done = await releaseJobs(ctx.db, releases);
+  return answerReleases(ctx, releases, await releaseJobs(ctx.db, releases));
+}
+
+function answerReleases(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[], done: Map<number, ReleasedRun>) {
   return releases.map(({ jobId, outcome, exitCode, signal }) => {
     const job = done.get(jobId);
     if (!job) {

@@ -129,5 +129,5 @@ export async function availableJobs(db: Db, settings: PlacementSettings, workerI
   const load = await workerLoad(db, w.id);
   const candidates = await selectCandidates(db, w, load, queues, limit, false);
   const ids = new Set(choose(settings, w, load, candidates, Infinity).map((j) => j.id));
-  return candidates.filter((c) => ids.has(c.id));
+  return candidates.filter((c) => ids.has(c.id)).slice(0, limit);
 }

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { z } from 'zod';
 import type { releaseSchema, restartSchema } from '../../protocol/schemas.js';
-import type { Db } from '../db.js';
+import type { Db, JobRow } from '../db.js';
 import { HttpError, staleLease } from '../errors.js';
 
 export type ReleaseInput = z.output<typeof releaseSchema>;
@@ -31,7 +31,10 @@ export interface ReleasedRun {
   released_by: string;
 }
 
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>> {
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>>;
+/** With `wholeRows`, each answer is the job row as the release left it (the single-job route shows it). */
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows: true): Promise<Map<number, JobRow & ReleasedRun>>;
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows = false): Promise<Map<number, ReleasedRun>> {
   const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
   const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
   const rows = (await sql<ReleasedRun>`
@@ -60,7 +63,7 @@ export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: num
         exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
         finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
       FROM cur WHERE j.id = cur.id
-      RETURNING j.id, j.state, j.runs, cur.worker_id AS released_by
+      RETURNING ${wholeRows ? sql`j.*` : sql`j.id, j.state, j.runs`}, cur.worker_id AS released_by
     ), recorded AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
       SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur

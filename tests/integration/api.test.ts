@@ -1,5 +1,6 @@
 // The wire API against a real server and Postgres: enqueue, claim, fencing, release, retries.
 import { sql } from 'kysely';
+import pg from 'pg';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
 import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
@@ -149,6 +150,24 @@ test('a long-poll claim is woken by NOTIFY when a job arrives', async () => {
   const { jobs } = await claim;
   expect(jobs.map((j) => j.id)).toEqual([job.id]);
   expect(Date.now() - started).toBeLessThan(9_000);
+});
+
+test('a claim that locked rows it did not take says so (NOTIFY), or claimers that skipped them would sleep', async () => {
+  const w = await t.client.register({ name: 'two-queues', queues: ['left-a', 'left-b'], capacity: { slots: 10 } });
+  await t.client.enqueueBatch([5, 5, 1, 1].map((priority, i) => ({ command: ['true'], priority, queue: i < 2 ? 'left-a' : 'left-b' })));
+  const listener = new pg.Client({ connectionString: t.tdb.url });
+  await listener.connect();
+  try {
+    const payloads: string[] = [];
+    listener.on('notification', (n) => payloads.push(n.payload ?? ''));
+    await listener.query('LISTEN skipjack_jobs');
+    // Each queue's range locks up to 2 rows; the claim takes the 2 of priority 5 and leaves left-b's 2.
+    const { jobs } = await t.client.claim(w.id, 2);
+    expect(jobs.map((j) => j.queue)).toEqual(['left-a', 'left-a']);
+    await until('the wake-up for the rows left', async () => payloads.includes('') || undefined, 3000);
+  } finally {
+    await listener.end();
+  }
 });
 
 test('a job that was already waiting for its run time when the server started still wakes a long-poll', async () => {

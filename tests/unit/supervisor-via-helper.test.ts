@@ -53,6 +53,17 @@ describe('the spawn helper itself', () => {
     expect(processGroupAlive(proc.pid!)).toBe(false);
   });
 
+  test('one job\'s bad argument or unnamed death signal fails that job only; the helper carries on', async () => {
+    const survivor = run(['sleep', '1000']);
+    const lone = await run(['echo', 'a\ud800b']).done;
+    expect(lone).toMatchObject({ reason: 'spawn_failed', error: expect.stringMatching(/surrogate/) });
+    const rt = await run(['python3', '-c', 'import os, signal; signal.signal(40, signal.SIG_DFL); os.kill(os.getpid(), 40)']).done;
+    expect(rt).toMatchObject({ reason: 'exited', exitCode: null, signal: 'SIGRTMIN+6' });
+    expect(await run(['true']).done).toMatchObject({ reason: 'exited', exitCode: 0 });
+    survivor.cancel();
+    expect(await survivor.done).toMatchObject({ reason: 'cancelled', warnings: [] });
+  });
+
   test('when the helper dies, running jobs end (their groups killed) with a warning, and the next job gets a new helper', async () => {
     const proc = run(['sh', '-c', 'sleep 1000 & sleep 1000; wait']);
     while (proc.pid === undefined) await new Promise((r) => setTimeout(r, 5));
