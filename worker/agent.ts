@@ -70,7 +70,7 @@ export class WorkerAgent {
   private async startSpawnHelper(): Promise<void> {
     if (!this.spawnHelper) return;
     const started = await this.spawnHelper.start();
-    if (started.ok) return void this.log.debug('spawn helper ready');
+    if (started.ok) return void this.log.info('job processes start through the spawn helper (python3)');
     this.log.warn({ reason: started.reason }, 'spawn helper unavailable (python3 3.9+ needed); the worker forks job processes itself, more slowly');
     this.spawnHelper.stop();
     this.spawnHelper = null;

@@ -17,12 +17,6 @@ export async function heartbeatJob(db: Db, jobId: number, leaseToken: string, le
   return { leaseExpiresAt: row.lease_expires_at.toISOString(), cancelRequested: row.cancel_requested };
 }
 
-/**
- * Ends runs, many in one statement. succeeded and cancelled are final; failed retries with
- * exponential backoff and jitter while attempts remain; requeue (a draining worker) returns the
- * job uncharged. A cancel requested while it ran wins over a retry. A release whose token is not
- * the job's live lease matches no row, changes nothing, and is absent from the answer.
- */
 /** What a release answers per job: enough to log it and to wake its worker, not the whole row. */
 export interface ReleasedRun {
   id: number;
@@ -31,8 +25,14 @@ export interface ReleasedRun {
   released_by: string;
 }
 
+/**
+ * Ends runs, many in one statement. succeeded and cancelled are final; failed retries with
+ * exponential backoff and jitter while attempts remain; requeue (a draining worker) returns the
+ * job uncharged. A cancel requested while it ran wins over a retry. A release whose token is not
+ * the job's live lease matches no row, changes nothing, and is absent from the answer.
+ */
 export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>>;
-/** With `wholeRows`, each answer is the job row as the release left it (the single-job route shows it). */
+// With `wholeRows`, each answer is the job row as the release left it (the single-job route shows it).
 export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows: true): Promise<Map<number, JobRow & ReleasedRun>>;
 export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows = false): Promise<Map<number, ReleasedRun>> {
   const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
