@@ -150,8 +150,10 @@ describe('leftovers after the main process exits', () => {
   }, 10_000);
 
   test('a leftover that ignores the stop signal is SIGKILLed after the grace', async () => {
+    // The main shell exits only once the leftover ignores TERM: else a quick group kill could beat the trap.
     const { proc, chunks } = run({
-      command: ['sh', '-c', '(trap "" TERM; exec sleep 1000) & echo $!; exit 0'],
+      command: ['sh', '-c', '(trap "" TERM; touch trapped; exec sleep 1000) & while [ ! -e trapped ]; do sleep 0.01; done; echo $!; exit 0'],
+      cwd: procs.scratch(),
       killGraceSeconds: 0.3,
     });
     const result = await proc.done;
