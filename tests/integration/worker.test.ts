@@ -7,7 +7,9 @@ import type { JobView } from '../../protocol/types.js';
 
 let t: TestServer;
 const workers: WorkerAgent[] = [];
-beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1500 }); });
+// Short leases keep cancels quick (heartbeats every third of it), but not so short that a starved
+// CI machine lets a finished run's lease expire before its release lands (seen once at 1.5 s).
+beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 3000 }); });
 afterEach(async () => { await Promise.all(workers.splice(0).map((w) => w.shutdown())); });
 afterAll(async () => { await t.close(); });
 
