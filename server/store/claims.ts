@@ -67,7 +67,7 @@ async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions)
 }
 
 // A row lock, not an update: liveness comes from heartbeats, and a claim need not write the row.
-// NO KEY: a claim must not block a concurrent heartbeat's key-share checks.
+// NO KEY: the weakest row lock that still serializes one worker's claims.
 async function lockWorker(trx: Transaction<Database>, workerId: string): Promise<WorkerRow> {
   const row = (await sql<WorkerRow>`
     SELECT * FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE`.execute(trx)).rows[0];
