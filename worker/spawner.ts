@@ -94,6 +94,7 @@ export class SpawnHelper {
   /** Starts the helper and waits until it answers: false (with the reason) if it cannot run here. */
   async start(): Promise<{ ok: true } | { ok: false; reason: string }> {
     const helper = this.running();
+    if (this.ready.has(helper)) return { ok: true };
     let stderr = '';
     const collect = (d: Buffer) => (stderr += d.toString());
     helper.stderr!.on('data', collect);
