@@ -51,6 +51,7 @@ def spawn(msg):
     try:
         watch(jid, proc)
     except Exception as e:  # out of descriptors, say: the process must not run unwatched
+        unwatch(jid, proc)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: could not watch the process: {e}"})
@@ -65,6 +66,21 @@ def watch(jid, proc):
     sel.register(proc.stdout, selectors.EVENT_READ, ("out", jid, "stdout"))
     sel.register(proc.stderr, selectors.EVENT_READ, ("out", jid, "stderr"))
     sel.register(pidfd, selectors.EVENT_READ, ("exit", jid, None))
+
+
+def unwatch(jid, proc):
+    job = jobs.pop(jid, None)
+    for f in (proc.stdout, proc.stderr, job and job["pidfd"]):
+        if f is None:
+            continue
+        try:
+            sel.unregister(f)
+        except (KeyError, ValueError):
+            pass
+        if isinstance(f, int):
+            os.close(f)
+        else:
+            f.close()
 
 
 def close_stream(jid, stream):
