@@ -70,8 +70,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       RETURNING *
     $$;
 
+  `.execute(db);
+  await claimFunction002.execute(db);
+}
+
+/** 003 replaces it; its down puts this one back. */
+export const claimFunction002 = sql`
     -- A pull claim in one statement, for queues whose filters all run in SQL (the built-ins).
-    CREATE FUNCTION skipjack_claim(p_worker uuid, p_max int, p_ttl_ms int)
+    CREATE OR REPLACE FUNCTION skipjack_claim(p_worker uuid, p_max int, p_ttl_ms int)
     RETURNS SETOF jobs LANGUAGE plpgsql AS $fn$
     DECLARE
       w workers;
@@ -105,8 +111,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       IF seen > cardinality(ids) THEN PERFORM pg_notify('skipjack_jobs', ''); END IF;
       RETURN QUERY SELECT * FROM skipjack_start_leases(p_worker, ids, p_ttl_ms);
     END $fn$;
-  `.execute(db);
-}
+`;
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
