@@ -4,6 +4,7 @@ import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema
 import type { AppContext } from '../context.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
+import { getJob } from '../store/jobs.js';
 import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleasedRun, type ReleaseInput } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
@@ -26,10 +27,9 @@ export function leaseRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/release', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const input = [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }];
-    const done = await releaseJobs(ctx.db, input, true);
-    const [result] = answerReleases(ctx, input, done);
+    const [result] = answerReleases(ctx, input, await releaseJobs(ctx.db, input));
     if (!result.ok) throw staleLease(id);
-    res.json(toJobView(done.get(id)!));
+    res.json(toJobView(await getJob(ctx.db, id)));
   });
 
   r.post('/jobs/:id/restart', async (req, res) => {

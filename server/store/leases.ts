@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { z } from 'zod';
 import type { releaseSchema, restartSchema } from '../../protocol/schemas.js';
-import type { Db, JobRow } from '../db.js';
+import type { Db } from '../db.js';
 import { HttpError, staleLease } from '../errors.js';
 
 export type ReleaseInput = z.output<typeof releaseSchema>;
@@ -26,50 +26,19 @@ export interface ReleasedRun {
 }
 
 /**
- * Ends runs, many in one statement. succeeded and cancelled are final; failed retries with
- * exponential backoff and jitter while attempts remain; requeue (a draining worker) returns the
- * job uncharged. A cancel requested while it ran wins over a retry. A release whose token is not
- * the job's live lease matches no row, changes nothing, and is absent from the answer.
+ * Ends runs, many in one statement (skipjack_release). succeeded and cancelled are final; failed
+ * retries with exponential backoff and jitter while attempts remain; requeue (a draining worker)
+ * returns the job uncharged. A cancel requested while it ran wins over a retry. A release whose
+ * token is not the job's live lease matches no row, changes nothing, and is absent from the answer.
  */
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>>;
-// With `wholeRows`, each answer is the job row as the release left it (the single-job route shows it).
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows: true): Promise<Map<number, JobRow & ReleasedRun>>;
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[], wholeRows = false): Promise<Map<number, ReleasedRun>> {
+export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>> {
   const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
   const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
   const rows = (await sql<ReleasedRun>`
-    WITH input AS (
-      SELECT * FROM unnest(${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
-        ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
-        ${col(reasonOf)}::text[]) AS i(id, token, outcome, exit_code, signal, error, reason)
-    ), cur AS (
-      SELECT j.id, j.runs, j.worker_id, j.started_at, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
-          WHEN i.outcome = 'succeeded' THEN 'succeeded'
-          WHEN i.outcome = 'cancelled' OR j.cancel_requested THEN 'cancelled'
-          WHEN i.outcome = 'requeue' THEN 'pending'
-          WHEN j.attempts < j.max_attempts THEN 'pending'
-          ELSE 'failed' END AS next_state,
-        -- the backoff doubles per attempt, capped at an hour; jitter takes 0-50% off it
-        least(j.retry_backoff_seconds * power(2, greatest(j.attempts - 1, 0)), 3600) * (1 - random() / 2) AS backoff
-      FROM jobs j JOIN input i ON i.id = j.id AND j.lease_token = i.token AND j.state = 'running'
-      FOR UPDATE OF j
-    ), released AS (
-      UPDATE jobs j SET
-        state = cur.next_state,
-        attempts = CASE WHEN cur.outcome = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
-        run_at = CASE WHEN cur.next_state = 'pending' AND cur.outcome = 'failed'
-                      THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
-        worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
-        exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
-        finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
-      FROM cur WHERE j.id = cur.id
-      RETURNING ${wholeRows ? sql`j.*` : sql`j.id, j.state, j.runs`}, cur.worker_id AS released_by
-    ), recorded AS (
-      INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
-      SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
-    )
-    SELECT * FROM released`.execute(db)).rows;
-  return new Map(rows.map((r) => [r.id, r]));
+    SELECT * FROM skipjack_release(${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
+      ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
+      ${col(reasonOf)}::text[])`.execute(db)).rows;
+  return new Map(rows.map((r) => [Number(r.id), r]));
 }
 
 /** Records the current run as 'restarted' and starts the next one; the lease stays. */

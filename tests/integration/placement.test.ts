@@ -1,9 +1,11 @@
 // Placement against a real Postgres: hard constraints in pull and central mode, capacity under
 // concurrency, the backlog pushdown, leadership, the explained "no", and deadlines.
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { RegisterWorker } from '../../protocol/schemas.js';
+import type { Database, Db } from '../../server/db.js';
 import { SCHEDULER_LOCK, startServer } from '../../server/main.js';
+import { releaseJobs } from '../../server/store/leases.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
@@ -93,18 +95,44 @@ describe('pull mode', () => {
     expect(claimed.map((j) => j.priority)).toEqual([6, 6, 6, 6]);
   });
 
-  // Rows of jobs the candidate function reads (by sequential or index scan), from the transaction's own statistics.
-  async function rowsReadByCandidates(workerId: string, limit: number): Promise<number> {
+  // Rows of jobs read (by sequential or index scan) by what `fn` runs, from the backend's own statistics.
+  // A difference: the counters may still hold the connection's earlier, unflushed transactions.
+  async function rowsRead(fn: (trx: Transaction<Database>) => Promise<unknown>): Promise<number> {
     return t.tdb.db.transaction().execute(async (trx) => {
-      await sql`
-        SELECT c.id FROM workers w, skipjack_worker_load(w.id) AS l,
-          skipjack_candidates(w, ARRAY['default'], ${limit}, w.cpu - l.cpu, w.memory_mb - l.memory_mb, w.disk_mb - l.disk_mb, true) AS c
-        WHERE w.id = ${workerId}`.execute(trx);
-      const stats = await sql<{ n: number }>`
-        SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'jobs'`.execute(trx);
-      return stats.rows[0].n;
+      const read = async () => (await sql<{ n: number }>`
+        SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'jobs'`.execute(trx)).rows[0].n;
+      const before = await read();
+      await fn(trx);
+      return (await read()) - before;
     });
   }
+
+  const rowsReadByCandidates = (workerId: string, limit: number) => rowsRead((trx) => sql`
+    SELECT c.id FROM workers w, skipjack_worker_load(w.id) AS l,
+      skipjack_candidates(w, ARRAY['default'], ${limit}, w.cpu - l.cpu, w.memory_mb - l.memory_mb, w.disk_mb - l.disk_mb, true) AS c
+    WHERE w.id = ${workerId}`.execute(trx));
+
+  // A freshly filled table has no statistics yet, and a planner without them once read every job
+  // for a claim, and every running job for a release, to find a batch of 250.
+  test('without table statistics, a claim and a release of 250 read about their batch, not the table', async () => {
+    for (let i = 0; i < 10; i++) await t.client.enqueueBatch(Array.from({ length: 2000 }, () => ({ command: ['true'] })));
+    const w = await t.client.register(worker('any', 'mad', { capacity: { cpu: 4000, memoryMb: 8192, diskMb: 10_000, slots: 250 } }));
+    const other = await t.client.register(worker('other', 'mad'));
+    let claimed: { id: number; lease_token: string }[] = [];
+    expect(await rowsRead(async (trx) => (claimed = (await sql<{ id: number; lease_token: string }>`SELECT * FROM skipjack_claim(${w.id}, 250, 60000)`.execute(trx)).rows))).toBeLessThan(1000);
+    await t.client.claim(w.id, 250);
+    await sql`
+      UPDATE jobs SET state = 'running', worker_id = ${other.id}, lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour',
+        started_at = now(), runs = 1, attempts = 1
+      WHERE state = 'pending' AND id <= 10000`.execute(t.tdb.db);
+    const held = (await sql<{ id: number; lease_token: string }>`SELECT id, lease_token FROM jobs WHERE worker_id = ${w.id}`.execute(t.tdb.db)).rows;
+    expect(claimed).toHaveLength(250);
+    expect(held).toHaveLength(250);
+    const releases = held.map((j) => ({ jobId: j.id, leaseToken: j.lease_token, outcome: 'succeeded' as const, exitCode: 0 }));
+    let released = 0;
+    expect(await rowsRead(async (trx) => (released = (await releaseJobs(trx as unknown as Db, releases)).size))).toBeLessThan(1000);
+    expect(released).toBe(250);
+  });
 
   test('enqueue answers 422 with grouped reasons when no known worker could ever run the job', async () => {
     for (let i = 0; i < 3; i++) await t.client.register(worker(`ord-${i}`, 'ord'));
