@@ -29,14 +29,23 @@ export interface JobView {
   waitingReason: string | null;
 }
 
-export interface ClaimedJob extends JobView {
-  leaseToken: string;
-  attempt: number;
+/** What a worker needs to run a job it claimed, and no more: claims carry hundreds of these. */
+export interface ClaimedJob {
+  id: number;
+  queue: string;
+  command: string[];
+  env: Record<string, string>;
+  /** Names of env entries whose values are secret: the worker redacts them from logs. */
+  secretEnv: string[];
+  cwd: string | null;
+  timeoutSeconds: number | null;
   killSignal: string | null;
   killGraceSeconds: number | null;
   outputCapBytes: number | null;
-  secretEnv: string[];
   restart: Record<string, unknown> | null;
+  leaseToken: string;
+  /** The run number: 1 for the first run, counting retries and restarts. */
+  attempt: number;
 }
 
 export interface WorkerView {

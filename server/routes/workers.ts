@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
 import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
-import type { JobRow } from '../db.js';
+import type { ClaimRow } from '../db.js';
 import { claimJobs, claimOne } from '../store/claims.js';
 import { release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
@@ -80,7 +80,7 @@ export function workerRoutes(ctx: AppContext): Router {
 }
 
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
-async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<JobRow[]> {
+async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
   const abort = new AbortController();
   // The response's close, not the request's: a request closes once its body has been read.
@@ -115,13 +115,13 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
  * The claimer hung up (a draining worker aborts its long-poll) after we had claimed for it: it
  * will never see these jobs, so they go straight back, uncharged, instead of waiting out a lease.
  */
-async function handBack(ctx: AppContext, workerId: string, jobs: JobRow[]) {
+async function handBack(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   if (jobs.length === 0) return;
   await release(ctx, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
   ctx.log.info({ workerId, jobIds: jobs.map((j) => j.id) }, 'claimer hung up before the answer; jobs requeued');
 }
 
-function logClaims(ctx: AppContext, workerId: string, jobs: JobRow[]) {
+function logClaims(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   ctx.metrics.claimed.inc(jobs.length);
   for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
 }

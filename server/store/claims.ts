@@ -3,7 +3,7 @@
 // one-statement claim are SQL functions (migrations/002_claim_in_one_statement.ts).
 import { sql, type Transaction } from 'kysely';
 import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
-import type { Database, Db, JobRow, WorkerRow } from '../db.js';
+import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
 import { notFound, HttpError } from '../errors.js';
 import { toPlacementJob, toPlacementWorker } from '../placement/rows.js';
 import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
@@ -25,7 +25,7 @@ type Executor = Db | Transaction<Database>;
  * FOR UPDATE SKIP LOCKED (so claimers never wait on each other), let every filter of the queue
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
-export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
+export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
   const claimed = opts.jobId === undefined && settings.filtersInSql && !hasCentralQueues(settings)
     ? await claimInOneStatement(db, workerId, opts)
     : await claimInTransaction(db, settings, workerId, opts);
@@ -33,7 +33,7 @@ export async function claimJobs(db: Db, settings: PlacementSettings, workerId: s
 }
 
 /** Priority first, then due time, then age: the order of the pending index. */
-function inClaimOrder(a: JobRow, b: JobRow): number {
+function inClaimOrder(a: ClaimRow, b: ClaimRow): number {
   return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || a.id - b.id;
 }
 
@@ -57,9 +57,9 @@ async function claimInTransaction(db: Db, settings: PlacementSettings, workerId:
   });
 }
 
-async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
+async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
   try {
-    return (await sql<JobRow>`SELECT * FROM skipjack_claim(${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
+    return (await sql<ClaimRow>`SELECT * FROM skipjack_claim(${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
   } catch (err) {
     if ((err as { code?: string }).code === 'P0002') throw notFound(`worker ${workerId}`);
     throw err;
@@ -111,7 +111,7 @@ async function startAssigned(trx: Transaction<Database>, workerId: string, max: 
 }
 
 /** The single-job claim: 409 when the job is taken, not pending, or does not fit this worker. */
-export async function claimOne(db: Db, settings: PlacementSettings, workerId: string, jobId: number, leaseTtlMs: number): Promise<JobRow> {
+export async function claimOne(db: Db, settings: PlacementSettings, workerId: string, jobId: number, leaseTtlMs: number): Promise<ClaimRow> {
   const [row] = await claimJobs(db, settings, workerId, { max: 1, leaseTtlMs, jobId });
   if (row) return row;
   const job = await db.selectFrom('jobs').select(['state']).where('id', '=', jobId).executeTakeFirst();

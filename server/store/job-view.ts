@@ -1,7 +1,7 @@
 // Row → wire shape.
 import type { ClaimedJob, JobView } from '../../protocol/types.js';
 import type { EndReason, JobState } from '../../protocol/schemas.js';
-import type { JobRow } from '../db.js';
+import type { ClaimRow, JobRow } from '../db.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -35,17 +35,21 @@ export function toJobView(row: JobRow): JobView {
 }
 
 /** The claimant gets what it needs to run the job, secrets included; nobody else sees them. */
-export function toClaimedJob(row: JobRow): ClaimedJob {
+export function toClaimedJob(row: ClaimRow): ClaimedJob {
   return {
-    ...toJobView(row),
+    id: row.id,
+    queue: row.queue,
+    command: row.command,
     env: row.env,
-    leaseToken: row.lease_token!,
-    attempt: row.runs,
+    secretEnv: row.secret_env,
+    cwd: row.cwd,
+    timeoutSeconds: row.timeout_seconds,
     killSignal: row.kill_signal,
     killGraceSeconds: row.kill_grace_seconds,
     outputCapBytes: row.output_cap_bytes,
-    secretEnv: row.secret_env,
     restart: row.restart,
+    leaseToken: row.lease_token!,
+    attempt: row.runs,
   };
 }
 

@@ -120,7 +120,7 @@ test('a failed run retries with backoff, then fails after maxAttempts', async ()
   expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
   const [second] = (await t.client.claim(w.id, 1, 5000)).jobs;
   expect(second.id).toBe(job.id);
-  expect(second.attempts).toBe(2);
+  expect(second.attempt).toBe(2);
   const final = await t.client.release(job.id, { leaseToken: second.leaseToken, outcome: 'failed', exitCode: 3 });
   expect(final).toMatchObject({ state: 'failed', exitCode: 3, attempts: 2 });
 });

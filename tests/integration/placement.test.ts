@@ -30,7 +30,8 @@ describe('pull mode', () => {
     expect((await t.client.request<{ jobs: unknown[] }>('GET', `/jobs?available&worker=${ord.id}`)).jobs).toEqual([]);
     const claimed = (await t.client.claim(mad.id, 4)).jobs;
     expect(claimed).toHaveLength(4);
-    expect(claimed.every((j) => j.workerId === mad.id)).toBe(true);
+    const views = await Promise.all(claimed.map((j) => t.client.getJob(j.id)));
+    expect(views.every((j) => j.state === 'running' && j.workerId === mad.id)).toBe(true);
     // Still nothing for ord, even with mad full and two mad jobs waiting.
     expect((await t.client.claim(ord.id, 4)).jobs).toEqual([]);
     const rows = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_attempts WHERE worker_id = ${ord.id}`.execute(t.tdb.db)).rows[0];
@@ -92,7 +93,7 @@ describe('pull mode', () => {
     const w = await t.client.register(worker('any', 'mad'));
     expect(await rowsReadByCandidates(w.id, 4)).toBeLessThan(100);
     const claimed = (await t.client.claim(w.id, 4)).jobs;
-    expect(claimed.map((j) => j.priority)).toEqual([6, 6, 6, 6]);
+    expect((await Promise.all(claimed.map((j) => t.client.getJob(j.id)))).map((j) => j.priority)).toEqual([6, 6, 6, 6]);
   });
 
   // Rows of jobs read (by sequential or index scan) by what `fn` runs, from the backend's own statistics.
@@ -220,7 +221,8 @@ describe('central mode', () => {
       expect((await t.client.claim(ord.id, 4)).jobs).toEqual([]);
       const started = (await t.client.claim(mad.id, 4)).jobs;
       expect(started).toHaveLength(4);
-      expect(started.every((j) => j.state === 'running' && j.workerId === mad.id)).toBe(true);
+      const views = await Promise.all(started.map((j) => t.client.getJob(j.id)));
+      expect(views.every((j) => j.state === 'running' && j.workerId === mad.id)).toBe(true);
       const onOrd = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE worker_id = ${ord.id}`.execute(tdb.db)).rows[0].n;
       expect(onOrd).toBe(0);
       expect(jobs).toHaveLength(6);
