@@ -2,10 +2,10 @@
 import type { Migration } from 'kysely';
 import * as m001 from './001_initial.js';
 import * as m002 from './002_claim_in_one_statement.js';
-import * as m003 from './003_static_claim.js';
+import * as m003 from './003_lean_claim_and_release.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
   '002_claim_in_one_statement': m002,
-  '003_static_claim': m003,
+  '003_lean_claim_and_release': m003,
 };

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { RegisterWorker } from '../../protocol/schemas.js';
 import type { Database, Db } from '../../server/db.js';
 import { SCHEDULER_LOCK, startServer } from '../../server/main.js';
+import { listJobs } from '../../server/store/jobs.js';
 import { releaseJobs } from '../../server/store/leases.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
@@ -112,6 +113,21 @@ describe('pull mode', () => {
     SELECT c.id FROM workers w, skipjack_worker_load(w.id) AS l,
       skipjack_candidates(w, ARRAY['default'], ${limit}, w.cpu - l.cpu, w.memory_mb - l.memory_mb, w.disk_mb - l.disk_mb, true) AS c
     WHERE w.id = ${workerId}`.execute(trx));
+
+  test('listing failed or running jobs reads those, not the 100,000 others', async () => {
+    const w = await t.client.register(worker('any', 'mad'));
+    await sql`
+      INSERT INTO jobs (command, state, worker_id, lease_token, started_at)
+      SELECT ARRAY['true'], 'running', ${w.id}::uuid, gen_random_uuid(), now() FROM generate_series(1, 3)`.execute(t.tdb.db);
+    await sql`INSERT INTO jobs (command, state, finished_at) SELECT ARRAY['true'], 'failed', now() FROM generate_series(1, 3)`.execute(t.tdb.db);
+    await sql`INSERT INTO jobs (command, state, finished_at) SELECT ARRAY['true'], 'succeeded', now() FROM generate_series(1, 100000)`.execute(t.tdb.db);
+    await sql`ANALYZE jobs`.execute(t.tdb.db);
+    for (const state of ['failed', 'running']) {
+      let listed = 0;
+      expect(await rowsRead(async (trx) => (listed = (await listJobs(trx as unknown as Db, { state, limit: 50 })).jobs.length))).toBeLessThan(100);
+      expect(listed).toBe(3);
+    }
+  });
 
   // A freshly filled table has no statistics yet, and a planner without them once read every job
   // for a claim, and every running job for a release, to find a batch of 250.
