@@ -20,14 +20,24 @@ export const graphileBatched: GraphileVariant = {
   worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
 };
 
-async function utils(connectionString: string): Promise<WorkerUtils> {
-  await runMigrations({ connectionString, logger: silent });
-  return makeWorkerUtils({ connectionString, logger: silent });
+/**
+ * A pool of ours for graphile-worker, ended by us before the database is dropped: with its own,
+ * a connection it still held when the drop terminated it once crashed the benchmark.
+ */
+function ownPool(connectionString: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max: 10 }); // graphile-worker's own default
+  pool.on('error', () => {});
+  return pool;
 }
 
-function startRunner(connectionString: string, v: GraphileVariant, taskList: Record<string, (payload: unknown) => Promise<void>>): Promise<Runner> {
+async function utils(pgPool: pg.Pool): Promise<WorkerUtils> {
+  await runMigrations({ pgPool, logger: silent });
+  return makeWorkerUtils({ pgPool, logger: silent });
+}
+
+function startRunner(pgPool: pg.Pool, v: GraphileVariant, taskList: Record<string, (payload: unknown) => Promise<void>>): Promise<Runner> {
   return run({
-    connectionString,
+    pgPool,
     concurrency: v.concurrency ?? 1,
     noHandleSignals: true,
     logger: silent,
@@ -45,7 +55,8 @@ export interface DrainResult {
 
 /** n queued noop jobs, then a runner drains them: first task start to the last job gone from the table. */
 export async function graphileDrain(connectionString: string, n: number, v: GraphileVariant): Promise<DrainResult> {
-  const wu = await utils(connectionString);
+  const own = ownPool(connectionString);
+  const wu = await utils(own);
   const add = new Progress(`graphile: enqueue`, n);
   for (let done = 0; done < n; ) {
     const size = Math.min(2000, n - done);
@@ -57,7 +68,7 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
   let first = 0;
   let handled = 0;
   const progress = new Progress(`graphile: drain`, n);
-  const runner = await startRunner(connectionString, v, {
+  const runner = await startRunner(own, v, {
     noop: async () => {
       if (handled++ === 0) first = wallMs();
     },
@@ -82,6 +93,7 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
     await runner.stop();
     await wu.release();
     await pool.end();
+    await own.end();
   }
   const seconds = (end - first) / 1000;
   return { variant: v.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
@@ -89,9 +101,10 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
 
 /** Single jobs `gapMs` apart into an idle runner: addJob call to task start; the first `warmup` are not counted. */
 export async function graphileLatency(connectionString: string, n: number, gapMs: number, v: GraphileVariant, warmup = 0): Promise<LatencySummary & { variant: string }> {
-  const wu = await utils(connectionString);
+  const own = ownPool(connectionString);
+  const wu = await utils(own);
   const samples: number[] = [];
-  const runner = await startRunner(connectionString, v, {
+  const runner = await startRunner(own, v, {
     lat: async (payload) => {
       samples.push(wallMs() - (payload as { t: number }).t);
     },
@@ -103,6 +116,7 @@ export async function graphileLatency(connectionString: string, n: number, gapMs
     progress.done();
     await runner.stop();
     await wu.release();
+    await own.end();
   }
   return { variant: v.name, ...summarize(samples.slice(warmup)) };
 }
