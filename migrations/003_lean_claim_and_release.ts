@@ -7,7 +7,8 @@ import { claimFunction002 } from './002_claim_in_one_statement.js';
 //   claim on an idle system: 3.0 -> 2.2 ms p50, what a bare UPDATE ... SKIP LOCKED claim costs here.
 //   Its filters are those of skipjack_candidates (002), which the transaction path still uses;
 // - it answers with the columns a worker needs, not the whole row;
-// - the release is a function, so it can forbid sequential scans;
+// - the release is a function, so it can forbid sequential scans, and a worker's release and its
+//   next claim can be one statement with one commit;
 // - one index fewer written by every state change.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -126,11 +127,38 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       )
       SELECT * FROM released
     $fn$;
+
+    -- A worker's finished runs, then its next claim, in one statement and one commit: the claim
+    -- sees the room the release made. Rows of kind 'released' answer the releases, 'claimed' ones
+    -- are the claim; 'no_worker' says the worker is unknown (the releases still count).
+    CREATE FUNCTION skipjack_release_and_claim(p_ids bigint[], p_tokens uuid[], p_outcomes text[], p_exit_codes int[],
+      p_signals text[], p_errors text[], p_reasons text[], p_worker uuid, p_max int, p_ttl_ms int)
+    RETURNS TABLE (kind text, id bigint, state text, released_by uuid, queue text, command text[], env jsonb,
+      secret_env text[], cwd text, timeout_seconds real, kill_signal text, kill_grace_seconds real, output_cap_bytes bigint,
+      restart jsonb, lease_token uuid, runs int, priority int, run_at timestamptz)
+    LANGUAGE plpgsql AS $fn$
+    BEGIN
+      RETURN QUERY SELECT 'released'::text, r.id, r.state, r.released_by, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
+        NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, r.runs, NULL::int, NULL::timestamptz
+        FROM skipjack_release(p_ids, p_tokens, p_outcomes, p_exit_codes, p_signals, p_errors, p_reasons) AS r;
+      -- Worker rows are never deleted, so this test cannot race the claim's own.
+      IF NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = p_worker) THEN
+        RETURN QUERY SELECT 'no_worker'::text, NULL::bigint, NULL::text, NULL::uuid, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
+          NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, NULL::int, NULL::int, NULL::timestamptz;
+        RETURN;
+      END IF;
+      RETURN QUERY SELECT 'claimed'::text, c.id, 'running'::text, NULL::uuid, c.queue, c.command, c.env, c.secret_env, c.cwd, c.timeout_seconds,
+        c.kill_signal, c.kill_grace_seconds, c.output_cap_bytes, c.restart, c.lease_token, c.runs, c.priority, c.run_at
+        FROM skipjack_claim(p_worker, p_max, p_ttl_ms) AS c;
+    END $fn$;
   `.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await sql`DROP FUNCTION skipjack_release(bigint[], uuid[], text[], int[], text[], text[], text[]); DROP FUNCTION skipjack_claim(uuid, int, int)`.execute(db);
+  await sql`
+    DROP FUNCTION skipjack_release_and_claim(bigint[], uuid[], text[], int[], text[], text[], text[], uuid, int, int);
+    DROP FUNCTION skipjack_release(bigint[], uuid[], text[], int[], text[], text[], text[]);
+    DROP FUNCTION skipjack_claim(uuid, int, int);`.execute(db);
   await claimFunction002.execute(db);
   await sql`DROP INDEX jobs_unsuccessful_idx; CREATE INDEX jobs_state_id_idx ON jobs (state, id)`.execute(db);
 }

@@ -54,7 +54,7 @@ export async function release(ctx: AppContext, releases: (ReleaseInput & { jobId
   return answerReleases(ctx, releases, await releaseJobs(ctx.db, releases));
 }
 
-function answerReleases(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[], done: Map<number, ReleasedRun>) {
+export function answerReleases(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[], done: Map<number, ReleasedRun>) {
   return releases.map(({ jobId, outcome, exitCode, signal }) => {
     const job = done.get(jobId);
     if (!job) {

@@ -1,12 +1,14 @@
 // Agent routes: register, heartbeat, drain, deregister, and the claims.
 import { Router, type Response } from 'express';
 import { sql } from 'kysely';
+import type { z } from 'zod';
 import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
 import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import type { ClaimRow } from '../db.js';
-import { claimJobs, claimOne } from '../store/claims.js';
-import { release } from './leases.js';
+import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../store/claims.js';
+import type { ReleaseRequest } from '../store/leases.js';
+import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
@@ -69,14 +71,31 @@ export function workerRoutes(ctx: AppContext): Router {
 
   r.post('/claims', async (req, res) => {
     const c = parse(claimSchema, req.body, 'body');
-    const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
-    const jobs = await claimWithWait(ctx, c.workerId, c.max, Math.min(c.waitMs, ctx.config.maxWaitMs), res);
+    const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
+    // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
+    const { released, jobs } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
+      ? await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)
+      : await releaseThenClaim(ctx, c, waitMs, res);
     if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
     logClaims(ctx, c.workerId, jobs);
     res.json({ jobs: jobs.map(toClaimedJob), ...(released ? { releases: released } : {}) });
   });
 
   return r;
+}
+
+async function releaseThenClaim(ctx: AppContext, c: z.output<typeof claimSchema>, waitMs: number, res: Response) {
+  const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
+  return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, waitMs, res) };
+}
+
+async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: ReleaseRequest[], max: number) {
+  const seq = ctx.hub.jobsSeq;
+  const out = await releaseAndClaim(ctx.db, workerId, releases, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+  const released = answerReleases(ctx, releases, out.released);
+  if (!out.workerKnown) throw notFound(`worker ${workerId}`);
+  if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);
+  return { released, jobs: out.claimed };
 }
 
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */

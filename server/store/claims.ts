@@ -7,6 +7,7 @@ import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
 import { notFound, HttpError } from '../errors.js';
 import { toPlacementJob, toPlacementWorker } from '../placement/rows.js';
 import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
+import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js';
 import type { Allocation } from './workers.js';
 
 export interface ClaimOptions {
@@ -26,10 +27,35 @@ type Executor = Db | Transaction<Database>;
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
 export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
-  const claimed = opts.jobId === undefined && settings.filtersInSql && !hasCentralQueues(settings)
+  const claimed = opts.jobId === undefined && claimsInOneStatement(settings)
     ? await claimInOneStatement(db, workerId, opts)
     : await claimInTransaction(db, settings, workerId, opts);
   return claimed.sort(inClaimOrder);
+}
+
+export const claimsInOneStatement = (settings: PlacementSettings) => settings.filtersInSql && !hasCentralQueues(settings);
+
+export interface ReleaseAndClaim {
+  released: Map<number, ReleasedRun>;
+  claimed: ClaimRow[];
+  workerKnown: boolean;
+}
+
+/**
+ * A worker's finished runs, then its claim, in one statement and one commit (where claims are one
+ * statement): a worker running short jobs does this for every few jobs it runs.
+ */
+export async function releaseAndClaim(db: Db, workerId: string, releases: ReleaseRequest[], opts: ClaimOptions): Promise<ReleaseAndClaim> {
+  const rows = (await sql<ClaimRow & ReleasedRun & { kind: 'released' | 'claimed' | 'no_worker' }>`
+    SELECT * FROM skipjack_release_and_claim(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
+  const out: ReleaseAndClaim = { released: new Map(), claimed: [], workerKnown: true };
+  for (const r of rows) {
+    if (r.kind === 'released') out.released.set(Number(r.id), r);
+    else if (r.kind === 'claimed') out.claimed.push(r);
+    else out.workerKnown = false;
+  }
+  out.claimed.sort(inClaimOrder);
+  return out;
 }
 
 /** Priority first, then due time, then age: the order of the pending index. */

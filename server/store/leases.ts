@@ -31,14 +31,20 @@ export interface ReleasedRun {
  * returns the job uncharged. A cancel requested while it ran wins over a retry. A release whose
  * token is not the job's live lease matches no row, changes nothing, and is absent from the answer.
  */
-export async function releaseJobs(db: Db, releases: (ReleaseInput & { jobId: number })[]): Promise<Map<number, ReleasedRun>> {
-  const col = <T>(f: (r: ReleaseInput & { jobId: number }) => T) => releases.map(f);
-  const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
-  const rows = (await sql<ReleasedRun>`
-    SELECT * FROM skipjack_release(${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
-      ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
-      ${col(reasonOf)}::text[])`.execute(db)).rows;
+export async function releaseJobs(db: Db, releases: ReleaseRequest[]): Promise<Map<number, ReleasedRun>> {
+  const rows = (await sql<ReleasedRun>`SELECT * FROM skipjack_release(${releaseArgs(releases)})`.execute(db)).rows;
   return new Map(rows.map((r) => [Number(r.id), r]));
+}
+
+export type ReleaseRequest = ReleaseInput & { jobId: number };
+
+/** The releases as skipjack_release's seven arrays, one per field. */
+export function releaseArgs(releases: ReleaseRequest[]) {
+  const col = <T>(f: (r: ReleaseRequest) => T) => releases.map(f);
+  const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
+  return sql`${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
+    ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],
+    ${col(reasonOf)}::text[]`;
 }
 
 /** Records the current run as 'restarted' and starts the next one; the lease stays. */

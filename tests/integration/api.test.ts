@@ -244,3 +244,12 @@ test('a claim can carry the releases of finished jobs; their room counts in that
   expect(answer.jobs.map((j) => j.id)).toEqual([b.id]);
   expect((await t.client.getJob(a.id)).state).toBe('succeeded');
 });
+
+test('releases carried by a claim for an unknown worker still count; the claim is a 404', async () => {
+  const w = await t.client.register({ name: 'carry-404', queues: ['carry-404'], capacity: { slots: 1 } });
+  const a = await t.client.enqueue({ command: ['true'], queue: 'carry-404' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const stranger = '00000000-0000-4000-8000-000000000000';
+  expect(await status(t.client.claim(stranger, 1, 0, undefined, [{ jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]))).toBe(404);
+  expect((await t.client.getJob(a.id)).state).toBe('succeeded');
+});
