@@ -38,8 +38,8 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
 export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> {
   const n = ctx.quick ? 5_000 : 20_000;
   const configs: SkipjackConfig[] = ctx.quick
-    ? [{ processes: 1, slots: 500 }, { processes: 2, slots: 250 }]
-    : [{ processes: 1, slots: 200 }, { processes: 1, slots: 500 }, { processes: 2, slots: 250 }];
+    ? [{ processes: 1, slots: 500 }, { processes: 2, slots: 500 }]
+    : [{ processes: 1, slots: 500 }, { processes: 2, slots: 250 }, { processes: 2, slots: 500 }];
   const sjRuns: Awaited<ReturnType<typeof skipjackDrain>>[] = [];
   const peerRuns: Record<string, DrainResult[]> = { 'graphile-worker': [], 'pg-boss': [] };
   // Alternate: a Skipjack config, then a peer variant, and so on, each on a fresh database.
