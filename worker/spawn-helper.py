@@ -31,9 +31,9 @@ jobs = {}  # id -> {"proc": Popen, "pidfd": int, "open": set of stream names}
 
 
 def send(msg, payload=b""):
+    """Buffered: main() flushes once per round of events, so the worker wakes once per round."""
     body = json.dumps(msg, separators=(",", ":")).encode()
     out.write(HEADER.pack(len(body), len(payload)) + body + payload)
-    out.flush()
 
 
 def spawn(msg):
@@ -163,6 +163,7 @@ def main():
     sel.register(stdin, selectors.EVENT_READ, ("in", None, None))
     send({"t": "ready"})
     while True:
+        out.flush()
         for key, _ in sel.select():
             kind, jid, stream = key.data
             if kind == "in":
@@ -171,6 +172,7 @@ def main():
                 except BlockingIOError:
                     continue
                 if not data:
+                    out.flush()
                     return
                 commands.feed(data)
             elif jid not in jobs:
