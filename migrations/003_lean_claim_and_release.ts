@@ -13,11 +13,11 @@ import { claimFunction002 } from './002_claim_in_one_statement.js';
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     -- Every claim, release and heartbeat wrote an entry to (state, id): 13% of a claim-and-release
-    -- cycle. Listing by state still finds its rows by an index: pending and running ones through
-    -- the claim and lease indexes, succeeded ones are most rows, and failed and cancelled ones
-    -- (rare, and what an operator looks for) through this one.
+    -- cycle. Listing by state still finds its rows by an index: running ones through the lease
+    -- index, succeeded ones are most rows, and pending, failed and cancelled ones through this
+    -- one, which a job enters when enqueued, retried or ended badly, not when claimed or released.
     DROP INDEX jobs_state_id_idx;
-    CREATE INDEX jobs_unsuccessful_idx ON jobs (state, id) WHERE state IN ('failed', 'cancelled');
+    CREATE INDEX jobs_listing_idx ON jobs (state, id) WHERE state IN ('pending', 'failed', 'cancelled');
 
     DROP FUNCTION skipjack_claim(uuid, int, int);
     -- Only the columns a worker needs to run the job (a third of them), and those of the claim
@@ -137,12 +137,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       secret_env text[], cwd text, timeout_seconds real, kill_signal text, kill_grace_seconds real, output_cap_bytes bigint,
       restart jsonb, lease_token uuid, runs int, priority int, run_at timestamptz)
     LANGUAGE plpgsql AS $fn$
+    DECLARE
+      known boolean;
     BEGIN
+      -- The worker row first, then job rows, as a heartbeat takes them: the other order could
+      -- deadlock with a heartbeat naming a job being released. (Worker rows are never deleted.)
+      PERFORM 1 FROM workers w WHERE w.id = p_worker FOR NO KEY UPDATE;
+      known := FOUND;
       RETURN QUERY SELECT 'released'::text, r.id, r.state, r.released_by, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
         NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, r.runs, NULL::int, NULL::timestamptz
         FROM skipjack_release(p_ids, p_tokens, p_outcomes, p_exit_codes, p_signals, p_errors, p_reasons) AS r;
-      -- Worker rows are never deleted, so this test cannot race the claim's own.
-      IF NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = p_worker) THEN
+      IF NOT known THEN
         RETURN QUERY SELECT 'no_worker'::text, NULL::bigint, NULL::text, NULL::uuid, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
           NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, NULL::int, NULL::int, NULL::timestamptz;
         RETURN;
@@ -160,5 +165,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     DROP FUNCTION skipjack_release(bigint[], uuid[], text[], int[], text[], text[], text[]);
     DROP FUNCTION skipjack_claim(uuid, int, int);`.execute(db);
   await claimFunction002.execute(db);
-  await sql`DROP INDEX jobs_unsuccessful_idx; CREATE INDEX jobs_state_id_idx ON jobs (state, id)`.execute(db);
+  await sql`DROP INDEX jobs_listing_idx; CREATE INDEX jobs_state_id_idx ON jobs (state, id)`.execute(db);
 }

@@ -91,7 +91,8 @@ export const registerWorkerSchema = z.strictObject({
   region: name.optional(),
   labels: z.record(name, text().max(200)).default({}),
   capacity: capacitySchema.default({ cpu: 1000, memoryMb: 1024, diskMb: 10_240, slots: 4 }),
-  queues: z.array(text().min(1).max(64)).min(1).max(100).default(['default']),
+  // Each once: a queue named twice would be read twice by every claim.
+  queues: z.array(text().min(1).max(64)).min(1).max(100).default(['default']).transform((qs) => [...new Set(qs)]),
   version: text().max(100).optional(),
 });
 export type RegisterWorker = z.input<typeof registerWorkerSchema>;

@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema, restartSchema } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
+import type { Db } from '../db.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
 import { getJob } from '../store/jobs.js';
@@ -27,9 +28,14 @@ export function leaseRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/release', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const input = [{ jobId: id, ...parse(releaseSchema, req.body, 'body') }];
-    const [result] = answerReleases(ctx, input, await releaseJobs(ctx.db, input));
-    if (!result.ok) throw staleLease(id);
-    res.json(toJobView(await getJob(ctx.db, id)));
+    // One transaction: the answer is the job as this release left it, before anyone claims it again.
+    const { done, job } = await ctx.db.transaction().execute(async (trx) => {
+      const released = await releaseJobs(trx as unknown as Db, input);
+      return { done: released, job: released.has(id) ? await getJob(trx as unknown as Db, id) : null };
+    });
+    const [result] = answerReleases(ctx, input, done);
+    if (!result.ok || !job) throw staleLease(id);
+    res.json(toJobView(job));
   });
 
   r.post('/jobs/:id/restart', async (req, res) => {

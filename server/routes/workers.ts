@@ -95,6 +95,7 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
   const released = answerReleases(ctx, releases, out.released);
   if (!out.workerKnown) throw notFound(`worker ${workerId}`);
   if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);
+  else ctx.idleClaims.forget(workerId);
   return { released, jobs: out.claimed };
 }
 

@@ -50,3 +50,27 @@ test("many claims racing for one worker never exceed its capacity", async () => 
   const held = (await sql<{ n: number; cpu: number }>`SELECT count(*)::int AS n, sum(need_cpu)::int AS cpu FROM jobs WHERE worker_id = ${w.id} AND state = 'running'`.execute(t.tdb.db)).rows[0];
   expect(held).toEqual({ n: 5, cpu: 1500 });
 });
+
+// A heartbeat locks its workers' rows, then their jobs' rows. A claim carrying releases must take
+// the same order, or the two wait on each other until PostgreSQL aborts one (a deadlock).
+test('a claim carrying releases and a heartbeat of the same worker do not deadlock', async () => {
+  const w = await t.client.register({ name: 'order', queues: ['order'], capacity: { slots: 2 } });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'order' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  await t.tdb.db.connection().execute(async (heartbeat) => {
+    await sql`BEGIN`.execute(heartbeat);
+    await sql`UPDATE workers SET last_seen_at = now() WHERE id = ${w.id}`.execute(heartbeat);
+    const carrying = t.client.claim(w.id, 1, 0, undefined, [{ jobId: job.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]);
+    // Wait until the claim blocks on a lock held by our open transaction.
+    for (let i = 0; i < 200; i++) {
+      const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.tdb.db)).rows[0].n;
+      if (waiting > 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(heartbeat);
+    await sql`COMMIT`.execute(heartbeat);
+    const answer = await carrying;
+    expect(answer.releases?.map((r) => r.ok)).toEqual([true]);
+  });
+  expect((await t.client.getJob(job.id)).state).toBe('succeeded');
+});

@@ -114,15 +114,16 @@ describe('pull mode', () => {
       skipjack_candidates(w, ARRAY['default'], ${limit}, w.cpu - l.cpu, w.memory_mb - l.memory_mb, w.disk_mb - l.disk_mb, true) AS c
     WHERE w.id = ${workerId}`.execute(trx));
 
-  test('listing failed or running jobs reads those, not the 100,000 others', async () => {
+  test('listing pending, failed or running jobs reads those, not the 100,000 others', async () => {
     const w = await t.client.register(worker('any', 'mad'));
     await sql`
       INSERT INTO jobs (command, state, worker_id, lease_token, started_at)
       SELECT ARRAY['true'], 'running', ${w.id}::uuid, gen_random_uuid(), now() FROM generate_series(1, 3)`.execute(t.tdb.db);
     await sql`INSERT INTO jobs (command, state, finished_at) SELECT ARRAY['true'], 'failed', now() FROM generate_series(1, 3)`.execute(t.tdb.db);
+    await sql`INSERT INTO jobs (command, run_at) SELECT ARRAY['true'], now() + interval '1 day' FROM generate_series(1, 3)`.execute(t.tdb.db);
     await sql`INSERT INTO jobs (command, state, finished_at) SELECT ARRAY['true'], 'succeeded', now() FROM generate_series(1, 100000)`.execute(t.tdb.db);
     await sql`ANALYZE jobs`.execute(t.tdb.db);
-    for (const state of ['failed', 'running']) {
+    for (const state of ['failed', 'running', 'pending']) {
       let listed = 0;
       expect(await rowsRead(async (trx) => (listed = (await listJobs(trx as unknown as Db, { state, limit: 50 })).jobs.length))).toBeLessThan(100);
       expect(listed).toBe(3);
