@@ -1,6 +1,6 @@
 // Claims: a worker takes the jobs assigned to it (central mode) and pending jobs it may run
-// (pull mode), up to its free capacity. The candidate query, the lease start and the whole
-// one-statement claim are SQL functions (migrations/002_claim_in_one_statement.ts).
+// (pull mode), up to its free capacity. The candidate query, the lease start, the whole
+// one-statement claim and the release-then-claim are SQL functions (migrations/002 and 003).
 import { sql, type Transaction } from 'kysely';
 import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
 import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
@@ -50,7 +50,7 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
     SELECT * FROM skipjack_release_and_claim(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
   const out: ReleaseAndClaim = { released: new Map(), claimed: [], workerKnown: true };
   for (const r of rows) {
-    if (r.kind === 'released') out.released.set(Number(r.id), r);
+    if (r.kind === 'released') out.released.set(r.id, r);
     else if (r.kind === 'claimed') out.claimed.push(r);
     else out.workerKnown = false;
   }

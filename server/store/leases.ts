@@ -33,7 +33,7 @@ export interface ReleasedRun {
  */
 export async function releaseJobs(db: Db, releases: ReleaseRequest[]): Promise<Map<number, ReleasedRun>> {
   const rows = (await sql<ReleasedRun>`SELECT * FROM skipjack_release(${releaseArgs(releases)})`.execute(db)).rows;
-  return new Map(rows.map((r) => [Number(r.id), r]));
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 export type ReleaseRequest = ReleaseInput & { jobId: number };
