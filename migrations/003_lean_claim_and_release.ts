@@ -27,7 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION skipjack_claim(p_worker uuid, p_max int, p_ttl_ms int)
     RETURNS TABLE (id bigint, queue text, command text[], env jsonb, secret_env text[], cwd text,
       timeout_seconds real, kill_signal text, kill_grace_seconds real, output_cap_bytes bigint, restart jsonb,
-      lease_token uuid, runs int, priority int, run_at timestamptz)
+      lease_token uuid, runs int)
     LANGUAGE plpgsql SET enable_seqscan = off AS $fn$
     #variable_conflict use_column
     DECLARE
@@ -81,14 +81,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       -- skipjack_start_leases inlined (0.3 ms of the gain), setting the same columns. By the row
       -- versions we locked (their ctid): no index to read, and no state test, which let a planner
       -- without statistics (a freshly filled table) read the whole pending index. Locked by us,
-      -- they are still pending, and still where we found them.
-      RETURN QUERY UPDATE jobs SET state = 'running', worker_id = p_worker, lease_token = gen_random_uuid(),
-        lease_expires_at = now() + p_ttl_ms * interval '1 millisecond', attempts = attempts + 1, runs = runs + 1,
-        started_at = now(), assigned_at = NULL, waiting_reason = NULL, placement_deadline_at = NULL,
-        exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
-      WHERE ctid = ANY (tids)
-      RETURNING id, queue, command, env, secret_env, cwd, timeout_seconds, kill_signal, kill_grace_seconds,
-        output_cap_bytes, restart, lease_token, runs, priority, run_at;
+      -- they are still pending, and still where we found them. Rows come back in claim order.
+      RETURN QUERY WITH started AS (
+        UPDATE jobs SET state = 'running', worker_id = p_worker, lease_token = gen_random_uuid(),
+          lease_expires_at = now() + p_ttl_ms * interval '1 millisecond', attempts = attempts + 1, runs = runs + 1,
+          started_at = now(), assigned_at = NULL, waiting_reason = NULL, placement_deadline_at = NULL,
+          exit_code = NULL, signal = NULL, end_reason = NULL, error = NULL
+        WHERE ctid = ANY (tids)
+        RETURNING *
+      )
+      SELECT s.id, s.queue, s.command, s.env, s.secret_env, s.cwd, s.timeout_seconds, s.kill_signal, s.kill_grace_seconds,
+        s.output_cap_bytes, s.restart, s.lease_token, s.runs
+      FROM started s ORDER BY s.priority DESC, s.run_at, s.id;
     END $fn$;
 
     -- Ends runs, many in one statement (server/store/leases.ts says how). A function for its
@@ -135,7 +139,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       p_signals text[], p_errors text[], p_reasons text[], p_worker uuid, p_max int, p_ttl_ms int)
     RETURNS TABLE (kind text, id bigint, state text, released_by uuid, queue text, command text[], env jsonb,
       secret_env text[], cwd text, timeout_seconds real, kill_signal text, kill_grace_seconds real, output_cap_bytes bigint,
-      restart jsonb, lease_token uuid, runs int, priority int, run_at timestamptz)
+      restart jsonb, lease_token uuid, runs int)
     LANGUAGE plpgsql AS $fn$
     DECLARE
       known boolean;
@@ -145,15 +149,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PERFORM 1 FROM workers w WHERE w.id = p_worker FOR NO KEY UPDATE;
       known := FOUND;
       RETURN QUERY SELECT 'released'::text, r.id, r.state, r.released_by, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
-        NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, r.runs, NULL::int, NULL::timestamptz
+        NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, r.runs
         FROM skipjack_release(p_ids, p_tokens, p_outcomes, p_exit_codes, p_signals, p_errors, p_reasons) AS r;
       IF NOT known THEN
         RETURN QUERY SELECT 'no_worker'::text, NULL::bigint, NULL::text, NULL::uuid, NULL::text, NULL::text[], NULL::jsonb, NULL::text[],
-          NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, NULL::int, NULL::int, NULL::timestamptz;
+          NULL::text, NULL::real, NULL::text, NULL::real, NULL::bigint, NULL::jsonb, NULL::uuid, NULL::int;
         RETURN;
       END IF;
       RETURN QUERY SELECT 'claimed'::text, c.id, 'running'::text, NULL::uuid, c.queue, c.command, c.env, c.secret_env, c.cwd, c.timeout_seconds,
-        c.kill_signal, c.kill_grace_seconds, c.output_cap_bytes, c.restart, c.lease_token, c.runs, c.priority, c.run_at
+        c.kill_signal, c.kill_grace_seconds, c.output_cap_bytes, c.restart, c.lease_token, c.runs
         FROM skipjack_claim(p_worker, p_max, p_ttl_ms) AS c;
     END $fn$;
   `.execute(db);

@@ -27,10 +27,8 @@ type Executor = Db | Transaction<Database>;
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
 export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
-  const claimed = opts.jobId === undefined && claimsInOneStatement(settings)
-    ? await claimInOneStatement(db, workerId, opts)
-    : await claimInTransaction(db, settings, workerId, opts);
-  return claimed.sort(inClaimOrder);
+  if (opts.jobId === undefined && claimsInOneStatement(settings)) return claimInOneStatement(db, workerId, opts);
+  return (await claimInTransaction(db, settings, workerId, opts)).sort(inClaimOrder);
 }
 
 export const claimsInOneStatement = (settings: PlacementSettings) => settings.filtersInSql && !hasCentralQueues(settings);
@@ -54,12 +52,11 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
     else if (r.kind === 'claimed') out.claimed.push(r);
     else out.workerKnown = false;
   }
-  out.claimed.sort(inClaimOrder);
   return out;
 }
 
 /** Priority first, then due time, then age: the order of the pending index. */
-function inClaimOrder(a: ClaimRow, b: ClaimRow): number {
+function inClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || a.id - b.id;
 }
 
