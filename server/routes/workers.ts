@@ -75,7 +75,7 @@ export function workerRoutes(ctx: AppContext): Router {
     // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
     const { released, jobs } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
       ? await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)
-      : await releaseThenClaim(ctx, c, waitMs, res);
+      : await releaseThenLongPoll(ctx, c, waitMs, res);
     if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
     logClaims(ctx, c.workerId, jobs);
     res.json({ jobs: jobs.map(toClaimedJob), ...(released ? { releases: released } : {}) });
@@ -84,7 +84,7 @@ export function workerRoutes(ctx: AppContext): Router {
   return r;
 }
 
-async function releaseThenClaim(ctx: AppContext, c: z.output<typeof claimSchema>, waitMs: number, res: Response) {
+async function releaseThenLongPoll(ctx: AppContext, c: z.output<typeof claimSchema>, waitMs: number, res: Response) {
   const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
   return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, waitMs, res) };
 }
