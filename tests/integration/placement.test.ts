@@ -152,6 +152,29 @@ describe('pull mode', () => {
     expect(released).toBe(250);
   });
 
+  // The path a claim takes when a plugin filter or a central queue is configured: load, candidates
+  // and lease start as separate functions. Their plans hold without statistics too (PG 15 and 18).
+  test('without table statistics, the transaction claim path reads about its batch, not the table', async () => {
+    for (let i = 0; i < 10; i++) await t.client.enqueueBatch(Array.from({ length: 2000 }, () => ({ command: ['true'] })));
+    const w = await t.client.register(worker('any', 'mad', { capacity: { cpu: 4000, memoryMb: 8192, diskMb: 10_000, slots: 250 } }));
+    await sql`
+      UPDATE jobs SET state = 'running', worker_id = ${w.id}, lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour',
+        started_at = now(), runs = 1, attempts = 1
+      WHERE id <= 100`.execute(t.tdb.db);
+    let load: { slots: number } | undefined;
+    expect(await rowsRead(async (trx) => ([load] = (await sql<{ slots: number }>`SELECT * FROM skipjack_worker_load(${w.id})`.execute(trx)).rows))).toBeLessThan(1000);
+    expect(load?.slots).toBe(100);
+    let ids: number[] = [];
+    expect(await rowsRead(async (trx) => (ids = (await sql<{ id: number }>`
+      SELECT c.id FROM workers w, skipjack_candidates(w, ARRAY['default'], 250, 4000, 8192, 10000, true) AS c
+      WHERE w.id = ${w.id}`.execute(trx)).rows.map((r) => r.id)))).toBeLessThan(1000);
+    expect(ids).toHaveLength(250);
+    let started = 0;
+    expect(await rowsRead(async (trx) => (started = (await sql`
+      SELECT * FROM skipjack_start_leases(${w.id}, ${ids}::bigint[], 60000)`.execute(trx)).rows.length))).toBeLessThan(1000);
+    expect(started).toBe(250);
+  });
+
   test('enqueue answers 422 with grouped reasons when no known worker could ever run the job', async () => {
     for (let i = 0; i < 3; i++) await t.client.register(worker(`ord-${i}`, 'ord'));
     for (let i = 0; i < 2; i++) await t.client.register(worker(`mad-${i}`, 'mad', { capacity: { memoryMb: 512 + i * 512, slots: 2 } }));
