@@ -1,6 +1,6 @@
 // A real Skipjack worker process with the 'noop' executor (the CLI has no flag for it), for
 // benchmarks of the queue path over HTTP. Prints "ready <workerId>" once registered.
-//   node --import tsx bench/worker-process.ts --server URL [--slots N] [--region R] [--record-starts]
+//   node --import tsx bench/worker-process.ts --server URL [--slots N] [--region R] [--claim-gather-ms MS] [--record-starts]
 // With --record-starts it prints "start <jobId> <wall ms>" as each claim answer arrives, which is
 // when the noop executor starts the job (startJob runs synchronously on the answer).
 import pino from 'pino';
@@ -22,6 +22,7 @@ const agent = new WorkerAgent({
   capacity: { slots, cpu: 10_000_000, memoryMb: 100_000_000, diskMb: 1_000_000_000 },
   executor: 'noop',
   pollWaitMs: Number(arg('poll-wait-ms') ?? 30_000),
+  claimGatherMs: arg('claim-gather-ms') === undefined ? undefined : Number(arg('claim-gather-ms')),
   drainTimeoutMs: 5_000,
   log,
 });

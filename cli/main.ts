@@ -62,13 +62,14 @@ program.command('worker')
   .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
   .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
   .option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued', duration, 60)
+  .option('--claim-gather-ms <ms>', 'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once)', int, 10)
   .option('--no-spawn-helper', 'fork job processes from the worker itself instead of its small spawn helper process (slower)')
   .action(async (o) => {
     const { server, token } = program.opts();
     const worker = new WorkerAgent({
       serverUrl: server, token, name: o.name, region: o.region, labels: o.label, queues: o.queue, allow: o.allow,
       capacity: { cpu: o.cpu, memoryMb: o.memory, diskMb: o.disk, slots: o.slots },
-      drainTimeoutMs: o.drainTimeout * 1000, spawnHelper: o.spawnHelper, log,
+      drainTimeoutMs: o.drainTimeout * 1000, claimGatherMs: Math.max(0, o.claimGatherMs), spawnHelper: o.spawnHelper, log,
     });
     await worker.start();
     await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());

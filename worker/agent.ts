@@ -32,6 +32,12 @@ export interface WorkerOptions {
   spawnHelper?: boolean;
   /** Longest long-poll per claim request. */
   pollWaitMs?: number;
+  /**
+   * With jobs still running, how long a freed slot may wait for the others before the worker
+   * claims for it: short jobs then share a claim's round trip instead of paying one each. 0 claims
+   * at once. Default 10.
+   */
+  claimGatherMs?: number;
   /** On a graceful stop, how long running jobs may take before they are stopped and requeued. */
   drainTimeoutMs?: number;
   token?: string;
@@ -127,6 +133,7 @@ export class WorkerAgent {
     while (!this.draining) {
       // Finished jobs whose outcome is still queued ride along: the server releases them first,
       // so their room counts in this very claim.
+      await this.gatherRoom();
       const carried = this.releases.takeForClaim();
       const free = this.slots - this.running.size + carried.items.length;
       if (free <= 0) {
@@ -162,6 +169,26 @@ export class WorkerAgent {
       } finally {
         this.waitingPoll = null;
       }
+    }
+  }
+
+  /**
+   * Waits, up to claimGatherMs, until every running job has ended, holding their outcomes for the
+   * claim to carry. Short jobs end a few at a time; claiming for each few cost a round trip each,
+   * and a third of the jobs/s on /bin/true jobs (bench process scenario).
+   */
+  private async gatherRoom(): Promise<void> {
+    const until = Date.now() + (this.opts.claimGatherMs ?? 10);
+    const allEnded = () => this.running.size <= this.releases.queuedCount();
+    this.releases.holdForClaim = true;
+    try {
+      while (!allEnded() && !this.draining && Date.now() < until) {
+        const wait = new AbortController();
+        await Promise.race([new Promise<void>((r) => (this.slotFreed = r)), sleep(until - Date.now(), wait.signal)]);
+        wait.abort();
+      }
+    } finally {
+      this.releases.holdForClaim = false;
     }
   }
 

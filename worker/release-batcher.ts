@@ -30,6 +30,8 @@ export class ReleaseBatcher {
   /** How many at the front of the queue are in a /releases request now. */
   private inFlight = 0;
   private sending: Promise<void> | null = null;
+  /** Set while the claim loop gathers room: its next claim will carry what is queued. */
+  holdForClaim = false;
 
   constructor(
     private client: SkipjackClient,
@@ -47,6 +49,11 @@ export class ReleaseBatcher {
     });
   }
 
+  /** Outcomes queued and not yet being sent. */
+  queuedCount(): number {
+    return this.queue.length - this.inFlight;
+  }
+
   /** Outcomes queued and not yet being sent, for a claim to carry. */
   takeForClaim(): CarriedReleases {
     const taken = this.queue.splice(this.inFlight, MAX_BATCH);
@@ -61,7 +68,7 @@ export class ReleaseBatcher {
   }
 
   private async sendAll(): Promise<void> {
-    await sleep(this.lingerMs);
+    do await sleep(this.lingerMs); while (this.holdForClaim);
     const backoff = new Backoff(100, 5000);
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, MAX_BATCH);

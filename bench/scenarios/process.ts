@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchDatabase } from '../lib/postgres.js';
+import { childProfileArgs, profiled } from '../lib/profile.js';
 import { note } from '../lib/progress.js';
 import { ratio, table } from '../lib/results.js';
 import { benchRoot, drainSpan, enqueueMany, startSkipjack, startWorkers, waitTerminal } from '../lib/skipjack.js';
@@ -17,13 +18,15 @@ async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
   const sj = await startSkipjack(db.url);
   try {
     await enqueueMany(sj.client, n, { command: [TRUE] }, 'skipjack: enqueue');
-    const workers = await startWorkers(sj.server.url, 1, slots, { kind: 'cli' });
-    try {
-      await waitTerminal(sj.pool, n, `skipjack: ${slots} slots`);
-    } finally {
-      await workers.stop();
-    }
-    return await drainSpan(sj.pool);
+    return await profiled(ctx.profileDir, 'process', async () => {
+      const workers = await startWorkers(sj.server.url, 1, slots, { kind: 'cli', nodeArgs: childProfileArgs(ctx.profileDir, 'worker-process') });
+      try {
+        await waitTerminal(sj.pool, n, `skipjack: ${slots} slots`);
+      } finally {
+        await workers.stop();
+      }
+      return drainSpan(sj.pool);
+    });
   } finally {
     await sj.close();
     await db.drop();

@@ -113,3 +113,26 @@ test('room freed by a finished job is used at once, not after the long-poll time
   // Without asking again, the second job would wait for the 20 s long-poll to end.
   expect(Date.parse(b.startedAt!) - Date.parse(a.finishedAt!)).toBeLessThan(3000);
 });
+
+test('short jobs ending one after another are released together by the next claim, which asks for all their room', async () => {
+  // A gather long enough that only a stalled machine could end it early.
+  const w = await startWorker('gather', t.server.url, { claimGatherMs: 5000, capacity: { slots: 4 } });
+  const claims: { max: number; carried: number }[] = [];
+  const claim = w.client.claim.bind(w.client);
+  w.client.claim = (workerId, max, waitMs, signal, releases) => {
+    if (releases?.length) claims.push({ max, carried: releases.length });
+    return claim(workerId, max, waitMs, signal, releases);
+  };
+  const request = w.client.request.bind(w.client);
+  let releaseRequests = 0;
+  w.client.request = ((method: string, path: string, body?: unknown) => {
+    if (path === '/releases') releaseRequests++;
+    return request(method, path, body);
+  }) as typeof w.client.request;
+  // Four at a time, ending 0.1 s apart: claimed for at once, each would come back alone.
+  const jobs = (await t.client.enqueueBatch(Array.from({ length: 8 }, (_, i) => ({ command: ['sleep', String(0.1 * (1 + (i % 4)))], queue: 'gather' })))).jobs;
+  for (const j of jobs) expect((await finished(j.id)).state).toBe('succeeded');
+  await until('last outcomes carried', async () => claims.reduce((n, c) => n + c.carried, 0) === 8);
+  expect(claims).toEqual([{ max: 4, carried: 4 }, { max: 4, carried: 4 }]);
+  expect(releaseRequests).toBe(0);
+});
