@@ -12,7 +12,7 @@ import type { ScenarioContext, ScenarioOutput } from './context.js';
 
 const graphileDefaults: GraphileVariant = { name: 'defaults (LISTEN/NOTIFY, pollInterval 2 s, concurrency 1)' };
 
-export async function skipjackLatency(ctx: ScenarioContext, n: number, gapMs: number, warmup: number) {
+async function skipjackLatency(ctx: ScenarioContext, n: number, gapMs: number, warmup: number) {
   const db = await createBenchDatabase(ctx.pg, 'sj_latency');
   const sj = await startSkipjack(db.url);
   const starts = new Map<number, number>();
@@ -21,7 +21,7 @@ export async function skipjackLatency(ctx: ScenarioContext, n: number, gapMs: nu
   const progress = new Progress('skipjack: latency', n + warmup);
   try {
   workers = await startWorkers(sj.server.url, 1, 16, {
-    extraArgs: ['--record-starts', ...(process.env.LAT_EXTRA ?? '').split(' ').filter(Boolean)],
+    extraArgs: ['--record-starts'],
     onStdout: (line) => {
       const [tag, id, t] = line.split(' ');
       if (tag === 'start') starts.set(Number(id), Number(t));
