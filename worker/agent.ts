@@ -183,9 +183,10 @@ export class WorkerAgent {
     this.releases.holdForClaim = true;
     try {
       while (!allEnded() && !this.draining && Date.now() < until) {
-        const wait = new AbortController();
-        await Promise.race([new Promise<void>((r) => (this.slotFreed = r)), sleep(until - Date.now(), wait.signal)]);
-        wait.abort();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, until - Date.now());
+          this.slotFreed = () => { clearTimeout(timer); resolve(); };
+        });
       }
     } finally {
       this.releases.holdForClaim = false;

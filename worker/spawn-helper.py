@@ -9,7 +9,8 @@ Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payl
 JSON, then the payload (output bytes, for 'out' only).
   in:  {t: spawn, id, file, args, cwd, env}    {t: drop, id}: stop reading a job's output
   out: {t: ready}  {t: spawned, id, pid}  {t: failed, id, message}  {t: out, id, stream} + bytes
-       {t: eof, id, stream}  {t: exit, id, code, signal}
+       {t: eof, id, stream}  {t: exit, id, code, signal, alone}
+'alone': the job's process group had no other member when its main process was reaped.
 When stdin closes (the worker stopped or died) the helper exits; job processes live in their
 own sessions and are the worker's (or its successor's) to stop.
 """
@@ -119,8 +120,19 @@ def reap(jid):
     job["pidfd"] = None
     rc = job["proc"].wait()
     code, sig = (rc, None) if rc >= 0 else (None, signal_name(-rc))
-    send({"t": "exit", "id": jid, "code": code, "signal": sig})
+    send({"t": "exit", "id": jid, "code": code, "signal": sig, "alone": group_empty(job["proc"].pid)})
     forget_if_done(jid)
+
+
+def group_empty(pgid):
+    """An empty group stays empty: nothing can join a group that no longer exists."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass
+    return False
 
 
 def signal_name(number):

@@ -20,6 +20,8 @@ export interface LaunchedProcess {
   once(event: 'error', listener: (err: Error) => void): this;
   once(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
+  /** Known at 'exit': the process group had no other member left (nothing to stop or wait for). */
+  readonly aloneAtExit?: boolean;
 }
 
 export type Launcher = (file: string, args: string[], opts: LaunchOptions) => LaunchedProcess;
@@ -34,13 +36,14 @@ type HelperMessage =
   | { t: 'failed'; id: number; message: string }
   | { t: 'out'; id: number; stream: 'stdout' | 'stderr' }
   | { t: 'eof'; id: number; stream: 'stdout' | 'stderr' }
-  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null };
+  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null; alone: boolean };
 
 class HelperChild extends EventEmitter implements LaunchedProcess {
   pid: number | undefined;
   readonly stdout = new PassThrough();
   readonly stderr = new PassThrough();
   exited = false;
+  aloneAtExit = false;
   /** Output may still arrive after the exit, until both streams have ended. */
   openStreams = 2;
 
@@ -187,6 +190,7 @@ export class SpawnHelper {
         break;
       case 'exit':
         child.exited = true;
+        child.aloneAtExit = msg.alone;
         child.emit('exit', msg.code, msg.signal);
         this.forgetIfDone(child);
         break;

@@ -44,6 +44,22 @@ describe('the spawn helper itself', () => {
     expect(parentOf(parent)).toBe(process.pid); // the helper is ours
   });
 
+  test('its exit report says whether the job left anything in its process group', async () => {
+    const exited = (child: ReturnType<typeof helper.launch>) => new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const env = { PATH: process.env.PATH ?? '' };
+    const lone = helper.launch('true', [], { env });
+    await exited(lone);
+    expect(lone.aloneAtExit).toBe(true);
+    const parent = helper.launch('sh', ['-c', 'sleep 30 & exit 0'], { env });
+    await exited(parent);
+    expect(parent.aloneAtExit).toBe(false);
+    process.kill(-parent.pid!, 'SIGKILL'); // the sleep it left behind
+    // The supervisor still stops such leftovers itself.
+    const result = await run(['sh', '-c', 'sleep 30 & exit 0']).done;
+    expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
+    expect(processGroupAlive(started[0].pid!)).toBe(false);
+  });
+
   test('a stop before the helper confirmed the spawn still kills the process', async () => {
     const proc = run(['sleep', '1000']);
     expect(proc.pid).toBeUndefined();
