@@ -134,6 +134,7 @@ export class WorkerAgent {
       // Finished jobs whose outcome is still queued ride along: the server releases them first,
       // so their room counts in this very claim.
       await this.gatherRoom();
+      if (this.draining) break; // outcomes gathered meanwhile go out through the release batcher
       const carried = this.releases.takeForClaim();
       const free = this.slots - this.running.size + carried.items.length;
       if (free <= 0) {
