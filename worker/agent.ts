@@ -8,6 +8,7 @@ import { Backoff, sleep } from './backoff.js';
 import { JobRun } from './job-run.js';
 import { SpawnHelper } from './spawner.js';
 import { ReleaseBatcher } from './release-batcher.js';
+import { lazyChild } from './lazy-log.js';
 import { redactor } from './redact.js';
 
 export interface WorkerOptions {
@@ -209,9 +210,11 @@ export class WorkerAgent {
   }
 
   private startJob(job: ClaimedJob): void {
-    const log = this.log.child({ jobId: job.id, attempt: job.attempt });
-    const redact = redactor(job.secretEnv.map((k) => job.env[k] ?? ''));
-    log.info({ command: redact(job.command.join(' ')) }, 'job started');
+    const log = lazyChild(this.log, { jobId: job.id, attempt: job.attempt });
+    if (this.log.isLevelEnabled('info')) {
+      const redact = redactor(job.secretEnv.map((k) => job.env[k] ?? ''));
+      log.info({ command: redact(job.command.join(' ')) }, 'job started');
+    }
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', launch: this.spawnHelper?.launch, log });
     const done = run.run().catch((err) => log.error({ err }, 'job run failed unexpectedly; its lease will expire')).finally(() => {
       // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
