@@ -62,7 +62,7 @@ program.command('worker')
   .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
   .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
   .option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued', duration, 60)
-  .option('--claim-gather-ms <ms>', 'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once)', int, 10)
+  .option('--claim-gather-ms <ms>', 'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once; at most a quarter of the heartbeat interval)', int, 10)
   .option('--no-spawn-helper', 'fork job processes from the worker itself instead of its small spawn helper process (slower)')
   .action(async (o) => {
     const { server, token } = program.opts();

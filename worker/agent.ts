@@ -180,9 +180,12 @@ export class WorkerAgent {
    * and a third of the jobs/s on /bin/true jobs (bench process scenario).
    */
   private async gatherRoom(): Promise<void> {
-    const until = Date.now() + (this.opts.claimGatherMs ?? 10);
+    // Only once a slot has come free: room the last claim could not fill is asked for at once.
+    if (this.releases.queuedCount() === 0) return;
+    // Held outcomes are no longer heartbeated: never hold them near the lease's end.
+    const until = Date.now() + Math.min(this.opts.claimGatherMs ?? 10, this.heartbeatMs / 4);
     const allEnded = () => this.running.size <= this.releases.queuedCount();
-    this.releases.holdForClaim = true;
+    const endHold = this.releases.hold();
     try {
       while (!allEnded() && !this.draining && Date.now() < until) {
         await new Promise<void>((resolve) => {
@@ -191,7 +194,7 @@ export class WorkerAgent {
         });
       }
     } finally {
-      this.releases.holdForClaim = false;
+      endHold();
     }
   }
 

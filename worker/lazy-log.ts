@@ -15,5 +15,9 @@ export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Lo
       const value = Reflect.get(child, key, child);
       return typeof value === 'function' ? value.bind(child) : value;
     },
+    set(target, key, value) {
+      child ??= target.child(bindings); // e.g. a level set on the job's logger, not the worker's
+      return Reflect.set(child, key, value, child);
+    },
   });
 }

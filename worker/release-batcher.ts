@@ -30,8 +30,8 @@ export class ReleaseBatcher {
   /** How many at the front of the queue are in a /releases request now. */
   private inFlight = 0;
   private sending: Promise<void> | null = null;
-  /** Set while the claim loop gathers room: its next claim will carry what is queued. */
-  holdForClaim = false;
+  /** While the claim loop gathers room, queued outcomes wait for its next claim to carry them. */
+  private held: Promise<void> | null = null;
 
   constructor(
     private client: SkipjackClient,
@@ -47,6 +47,17 @@ export class ReleaseBatcher {
       this.sending ??= this.sendAll();
       this.onQueued();
     });
+  }
+
+  /** Holds queued outcomes back from their own request until the returned function is called. */
+  hold(): () => void {
+    let end!: () => void;
+    const held = new Promise<void>((resolve) => (end = resolve));
+    this.held = held;
+    return () => {
+      if (this.held === held) this.held = null;
+      end();
+    };
   }
 
   /** Outcomes queued and not yet being sent. */
@@ -68,7 +79,12 @@ export class ReleaseBatcher {
   }
 
   private async sendAll(): Promise<void> {
-    do await sleep(this.lingerMs); while (this.holdForClaim);
+    await sleep(this.lingerMs);
+    // After a hold, the claim loop takes what is queued first (it runs on, we wait a linger).
+    while (this.held) {
+      await this.held;
+      await sleep(this.lingerMs);
+    }
     const backoff = new Backoff(100, 5000);
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, MAX_BATCH);

@@ -236,7 +236,11 @@ class Supervision implements SupervisedProcess {
   private async emptyGroup(): Promise<void> {
     // The helper looked as it reaped: most jobs leave nothing behind, and asking the kernel
     // again here cost the worker a thrown ESRCH per job (a tenth of its CPU on /bin/true jobs).
-    if (this.child.aloneAtExit) return void (this.groupGone = true);
+    if (this.child.aloneAtExit) {
+      clearTimeout(this.sigkillTimer); // a stop's escalation, if the job ended under one
+      this.groupGone = true;
+      return;
+    }
     const pgid = this.pid!;
     if (processGroupAlive(pgid)) this.escalate();
     while (processGroupAlive(pgid)) {

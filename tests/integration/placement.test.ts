@@ -97,6 +97,21 @@ describe('pull mode', () => {
     expect((await Promise.all(claimed.map((j) => t.client.getJob(j.id)))).map((j) => j.priority)).toEqual([6, 6, 6, 6]);
   });
 
+  // The claim keeps one generic plan per connection (migrations/004), made without knowing how
+  // many jobs it will take: it must still read the pending index in claim order, not every
+  // claimable job, also when the statistics say that order is nothing like the table's.
+  test('with statistics of a shuffled backlog of 100,000, a claim of 4 reads a few rows, call after call', async () => {
+    await sql`INSERT INTO jobs (command, queue, priority) SELECT ARRAY['true'], CASE WHEN random() < 0.5 THEN 'default' ELSE 'other' END, (random() * 1000)::int FROM generate_series(1, 100000)`.execute(t.tdb.db);
+    await sql`ANALYZE jobs`.execute(t.tdb.db);
+    const w = await t.client.register(worker('any', 'mad'));
+    for (let i = 0; i < 8; i++) {
+      let claimed = 0;
+      expect(await rowsRead(async (trx) => (claimed = (await sql`SELECT * FROM skipjack_claim(${w.id}, 4, 60000)`.execute(trx)).rows.length))).toBeLessThan(100);
+      expect(claimed).toBe(4);
+      await sql`UPDATE jobs SET state = 'succeeded', worker_id = NULL, lease_token = NULL, lease_expires_at = NULL, finished_at = now() WHERE state = 'running'`.execute(t.tdb.db);
+    }
+  });
+
   // Rows of jobs read (by sequential or index scan) by what `fn` runs, from the backend's own statistics.
   // A difference: the counters may still hold the connection's earlier, unflushed transactions.
   async function rowsRead(fn: (trx: Transaction<Database>) => Promise<unknown>): Promise<number> {

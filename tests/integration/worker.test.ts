@@ -129,8 +129,9 @@ test('short jobs ending one after another are released together by the next clai
     if (path === '/releases') releaseRequests++;
     return request(method, path, body);
   }) as typeof w.client.request;
-  // Four at a time, ending 0.1 s apart: claimed for at once, each would come back alone.
-  const jobs = (await t.client.enqueueBatch(Array.from({ length: 8 }, (_, i) => ({ command: ['sleep', String(0.1 * (1 + (i % 4)))], queue: 'gather' })))).jobs;
+  // Four at a time, ending 20 ms apart: claimed for at once, each would come back alone. The
+  // gather is capped at a quarter of the heartbeat interval (250 ms with this server's lease).
+  const jobs = (await t.client.enqueueBatch(Array.from({ length: 8 }, (_, i) => ({ command: ['sleep', String(0.02 * (1 + (i % 4)))], queue: 'gather' })))).jobs;
   for (const j of jobs) expect((await finished(j.id)).state).toBe('succeeded');
   await until('last outcomes carried', async () => claims.reduce((n, c) => n + c.carried, 0) === 8);
   expect(claims).toEqual([{ max: 4, carried: 4 }, { max: 4, carried: 4 }]);

@@ -51,13 +51,28 @@ describe('the spawn helper itself', () => {
     await exited(lone);
     expect(lone.aloneAtExit).toBe(true);
     const parent = helper.launch('sh', ['-c', 'sleep 30 & exit 0'], { env });
-    await exited(parent);
-    expect(parent.aloneAtExit).toBe(false);
-    process.kill(-parent.pid!, 'SIGKILL'); // the sleep it left behind
+    try {
+      await exited(parent);
+      expect(parent.aloneAtExit).toBe(false);
+    } finally {
+      process.kill(-parent.pid!, 'SIGKILL'); // the sleep it left behind
+    }
     // The supervisor still stops such leftovers itself.
     const result = await run(['sh', '-c', 'sleep 30 & exit 0']).done;
     expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
     expect(processGroupAlive(started[0].pid!)).toBe(false);
+  });
+
+  test('a lone job that obeys the stop signal leaves no SIGKILL timer behind (it would hold the worker up for the grace)', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const proc = superviseProcess({ command: ['sleep', '1000'], killGraceSeconds: 3600 }, () => {}, helper.launch);
+    started.push(proc);
+    while (proc.pid === undefined) await new Promise((r) => setTimeout(r, 5));
+    const before = timers();
+    proc.cancel();
+    expect(await proc.done).toMatchObject({ reason: 'cancelled', signal: 'SIGTERM' });
+    await new Promise((r) => setImmediate(r));
+    expect(timers()).toBe(before);
   });
 
   test('a stop before the helper confirmed the spawn still kills the process', async () => {
