@@ -22,6 +22,8 @@ export interface ServerConfig {
   placementMode?: 'pull' | 'central';
   /** Bearer tokens with scopes (SKIPJACK_TOKENS); none configured means no authentication. */
   tokens: TokenTable;
+  /** On a stop, how long requests still being answered may take before their connections are cut. */
+  stopGraceMs: number;
 }
 
 const num = (v: string | undefined, fallback: number) => (v === undefined || v === '' ? fallback : Number(v));
@@ -40,6 +42,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     retentionMs: num(env.SKIPJACK_RETENTION_HOURS, 7 * 24) * 3_600_000,
     placement: readPlacementSpec(env.SKIPJACK_PLACEMENT),
     tokens: parseTokens(env.SKIPJACK_TOKENS),
+    stopGraceMs: num(env.SKIPJACK_STOP_GRACE_MS, 2_000),
     ...overrides,
   };
   for (const [k, v] of Object.entries(config)) {

@@ -1,7 +1,7 @@
 // Starts one server: migrations, the LISTEN hub, background loops and HTTP.
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
@@ -76,6 +76,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
     }));
   }
   const server = await listen(app, config);
+  const connections = trackConnections(server);
   const port = (server.address() as AddressInfo).port;
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   log.info({ url, auth: config.tokens.byHash.size > 0 }, 'skipjack server listening');
@@ -91,7 +92,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
       dueWakeups.stop();
       await Promise.all(loops.map((l) => l.stop()));
       await hub.close();
-      await closeHttp(server);
+      await closeHttp(server, connections, config.stopGraceMs, log);
       await db.destroy();
       log.info('skipjack server stopped');
     },
@@ -107,12 +108,33 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
 
 const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
+/** Every open connection, for the stop (Node's own list is private). */
+function trackConnections(server: Server): Set<Socket> {
+  const open = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  return open;
+}
+
 // Keep-alive sockets become idle as their last response ends; close each as it does, and cut
-// whatever is still open after a grace.
-async function closeHttp(server: Server): Promise<void> {
-  const sweep = setInterval(() => server.closeIdleConnections(), 20);
-  const cut = setTimeout(() => server.closeAllConnections(), 2000);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  clearInterval(sweep);
+// whatever is still open after a grace. A connection that has sent nothing (a client's pooled
+// socket whose request was called off, as a stopping worker's next long-poll is) is not idle to
+// Node, and held every stop of `npm start` for the whole grace.
+async function closeHttp(server: Server, connections: Set<Socket>, graceMs: number, log: Logger): Promise<void> {
+  const sweep = () => {
+    server.closeIdleConnections();
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+  };
+  const timer = setInterval(sweep, 20);
+  const cut = setTimeout(() => {
+    log.warn({ connections: connections.size, graceMs }, 'connections still busy at the end of the stop grace; cutting them');
+    server.closeAllConnections();
+  }, graceMs);
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  sweep();
+  await closed;
+  clearInterval(timer);
   clearTimeout(cut);
 }

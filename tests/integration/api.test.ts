@@ -1,6 +1,9 @@
 // The wire API against a real server and Postgres: enqueue, claim, fencing, release, retries.
 import { sql } from 'kysely';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import pg from 'pg';
+import pino from 'pino';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
 import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
@@ -252,4 +255,20 @@ test('releases carried by a claim for an unknown worker still count; the claim i
   const stranger = '00000000-0000-4000-8000-000000000000';
   expect(await status(t.client.claim(stranger, 1, 0, undefined, [{ jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]))).toBe(404);
   expect((await t.client.getJob(a.id)).state).toBe('succeeded');
+});
+
+test('a stop does not wait on a connection that never sent a request, nor cut one that is idle', async () => {
+  const warnings: string[] = [];
+  const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+  // A grace longer than this test may take: waiting it out would fail the test.
+  const other = await startServer({ ...t.config, port: 0, stopGraceMs: 120_000 }, log);
+  const { port } = new URL(other.url);
+  const silent = connect(Number(port), '127.0.0.1');
+  await once(silent, 'connect');
+  const client = new SkipjackClient({ baseUrl: other.url });
+  await client.workers(); // a keep-alive connection, idle once answered
+  const silentClosed = once(silent, 'close');
+  await other.close();
+  await silentClosed;
+  expect(warnings).toEqual([]);
 });
