@@ -36,7 +36,7 @@ export interface WorkerOptions {
   /**
    * With jobs still running, how long a freed slot may wait for the others before the worker
    * claims for it: short jobs then share a claim's round trip instead of paying one each. 0 claims
-   * at once. Default 10.
+   * at once. Default 10; at most a quarter of the heartbeat interval.
    */
   claimGatherMs?: number;
   /** On a graceful stop, how long running jobs may take before they are stopped and requeued. */

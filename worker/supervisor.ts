@@ -236,11 +236,12 @@ class Supervision implements SupervisedProcess {
   private async emptyGroup(): Promise<void> {
     // The helper looked as it reaped: most jobs leave nothing behind, and asking the kernel
     // again here cost the worker a thrown ESRCH per job (a tenth of its CPU on /bin/true jobs).
-    if (this.child.aloneAtExit) {
-      clearTimeout(this.sigkillTimer); // a stop's escalation, if the job ended under one
-      this.groupGone = true;
-      return;
-    }
+    if (!this.child.aloneAtExit) await this.stopLeftovers();
+    clearTimeout(this.sigkillTimer); // a stop's escalation, whether or not anything was left
+    this.groupGone = true;
+  }
+
+  private async stopLeftovers(): Promise<void> {
     const pgid = this.pid!;
     if (processGroupAlive(pgid)) this.escalate();
     while (processGroupAlive(pgid)) {
@@ -250,8 +251,6 @@ class Supervision implements SupervisedProcess {
       }
       await sleep(GROUP_POLL_MS);
     }
-    clearTimeout(this.sigkillTimer);
-    this.groupGone = true;
   }
 
   /** Reads to EOF, but gives up on pipes held open by a process that left the group. */
