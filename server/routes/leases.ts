@@ -6,7 +6,7 @@ import type { Db } from '../db.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
 import { getJob } from '../store/jobs.js';
-import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleasedRun, type ReleaseInput } from '../store/leases.js';
+import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleasedRun, type ReleaseRequest } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
 export function leaseRoutes(ctx: AppContext): Router {
@@ -56,11 +56,11 @@ export function leaseRoutes(ctx: AppContext): Router {
 }
 
 /** Releases many runs in one statement and answers each; shared by /releases and /claims. */
-export async function release(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[]) {
+export async function release(ctx: AppContext, releases: ReleaseRequest[]) {
   return answerReleases(ctx, releases, await releaseJobs(ctx.db, releases));
 }
 
-export function answerReleases(ctx: AppContext, releases: (ReleaseInput & { jobId: number })[], done: Map<number, ReleasedRun>) {
+export function answerReleases(ctx: AppContext, releases: ReleaseRequest[], done: Map<number, ReleasedRun>) {
   return releases.map(({ jobId, outcome, exitCode, signal }) => {
     const job = done.get(jobId);
     if (!job) {
