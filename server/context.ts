@@ -6,6 +6,7 @@ import type { NotifyHub } from './notify.js';
 import type { Metrics } from './metrics.js';
 import type { PlacementSettings } from './placement/settings.js';
 import type { IdleClaims } from './idle-claims.js';
+import type { SleepingClaims } from './sleeping-claims.js';
 import type { KnownWorkers } from './placement/workers.js';
 import type { MicroBatcher } from './micro-batcher.js';
 import type { Heartbeat } from './store/workers.js';
@@ -19,6 +20,8 @@ export interface AppContext {
   metrics: Metrics;
   placement: PlacementSettings;
   idleClaims: IdleClaims;
+  /** Long-polls asleep here, which an enqueue may hand its jobs to. */
+  sleepingClaims: SleepingClaims;
   knownWorkers: KnownWorkers;
   /** Worker heartbeats, gathered for a moment and written in one statement. */
   heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;

@@ -15,6 +15,7 @@ import { deleteExpiredJobs, markSilentWorkersGone, reapExpiredLeases } from './s
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
+import { SleepingClaims } from './sleeping-claims.js';
 import { KnownWorkers } from './placement/workers.js';
 import { startDueWakeups } from './loops/due-wakeups.js';
 
@@ -35,7 +36,8 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
   const hub = new NotifyHub(config.databaseUrl, log);
   await hub.start();
-  const metrics = createMetrics();
+  const sleepingClaims = new SleepingClaims();
+  const metrics = createMetrics(() => sleepingClaims.size);
   const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
   // Every open long-poll listens on this one signal; hundreds of them are normal, not a leak.
@@ -43,7 +45,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
   const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
   const app = createApp({
-    db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(),
+    db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims,
     knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs), closing: closing.signal,
   });
   const dueWakeups = startDueWakeups(db, hub);

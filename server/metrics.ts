@@ -1,7 +1,8 @@
 // Prometheus metrics. A registry per server instance keeps test servers from colliding.
 import client from 'prom-client';
 
-export function createMetrics() {
+/** `sleepingLongPolls` counts the long-polls asleep in this process, read when scraped. */
+export function createMetrics(sleepingLongPolls: () => number = () => 0) {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const counter = (name: string, help: string, labelNames: string[] = []) =>
@@ -12,6 +13,11 @@ export function createMetrics() {
     claimed: counter('skipjack_jobs_claimed_total', 'Jobs claimed by workers'),
     released: counter('skipjack_jobs_released_total', 'Runs released, by outcome', ['outcome']),
     reaped: counter('skipjack_leases_expired_total', 'Leases the reaper took back'),
+    handedOff: counter('skipjack_jobs_handed_off_total', 'Jobs claimed in their enqueue\'s own commit, for a long-poll asleep on this server'),
+    sleeping: new client.Gauge({
+      name: 'skipjack_long_polls_sleeping', help: 'Long-poll claims asleep on this server, waiting for a job', registers: [registry],
+      collect() { this.set(sleepingLongPolls()); },
+    }),
     staleLease: counter('skipjack_stale_lease_total', 'Worker requests refused for a stale lease token'),
   };
 }

@@ -2,9 +2,11 @@
 import { Router, type Response } from 'express';
 import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
-import { availableJobs } from '../store/claims.js';
+import { availableJobs, claimsInOneStatement, insertThenClaim } from '../store/claims.js';
+import type { ClaimRow } from '../db.js';
+import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView } from '../store/job-view.js';
-import { cancelJob, enqueueJobs, getJob, listAttempts, listJobs } from '../store/jobs.js';
+import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJobs } from '../store/jobs.js';
 import { readLogs } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
@@ -28,7 +30,7 @@ export function jobRoutes(ctx: AppContext): Router {
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
     await refuseUnplaceable(ctx, jobs, batch);
-    const results = await enqueueJobs(ctx.db, jobs);
+    const results = await enqueueAndHandOff(ctx, jobs);
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
       ctx.log.info({ jobId: job.id, queue: job.queue, created }, created ? 'job enqueued' : 'idempotent repeat: returning the existing job');
@@ -89,6 +91,14 @@ export function jobRoutes(ctx: AppContext): Router {
   return r;
 }
 
+/** The jobs as placement sees them, numbered by their place in the request. */
+function asPlacementJobs(jobs: EnqueueJobParsed[]) {
+  return jobs.map((job, index) => toPlacementJob({
+    id: index + 1, queue: job.queue, priority: job.priority, created_at: new Date(),
+    constraints: job.constraints ?? null, preferences: job.preferences ?? null,
+  }));
+}
+
 /**
  * A job that no known worker could run even when idle is refused (422) with the grouped reasons,
  * unless the client accepts the wait with allowUnplaceable. A batch is refused whole.
@@ -96,17 +106,49 @@ export function jobRoutes(ctx: AppContext): Router {
 async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean) {
   const checked = jobs.map((job, index) => ({ job, index })).filter(({ job }) => !job.allowUnplaceable);
   if (checked.length === 0) return;
-  const asPlacement = checked.map(({ job, index }) => toPlacementJob({
-    id: index + 1, queue: job.queue, priority: job.priority, created_at: new Date(),
-    constraints: job.constraints ?? null, preferences: job.preferences ?? null,
-  }));
-  const reasons = await unplaceableReasons(ctx, asPlacement);
+  const reasons = await unplaceableReasons(ctx, asPlacementJobs(checked.map(({ job }) => job)));
   const refused = checked.flatMap(({ index }, i) => (reasons[i] ? [{ index, reason: reasons[i]! }] : []));
   if (refused.length === 0) return;
   const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');
   throw new HttpError(422, 'unplaceable', `${where(refused[0].index)}: no known worker could ever run this job: ${refused[0].reason}`, {
     unplaceable: refused.map((r) => ({ path: where(r.index), reasons: r.reason })),
     hint: 'set allowUnplaceable: true to enqueue it anyway and wait for such a worker',
+  });
+}
+
+/**
+ * Inserts the jobs; when a long-poll asleep in this process belongs to a worker that could run one
+ * of them, that worker's claim runs in the same transaction and its answer goes straight to the
+ * long-poll. The claim is the usual one, so queue order, capacity and constraints hold as ever.
+ */
+async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
+  const handOff = await takeSleepingClaim(ctx, jobs);
+  if (!handOff) return enqueueJobs(ctx.db, jobs);
+  const { claim, deliver } = handOff;
+  let claimed: ClaimRow[] = [];
+  try {
+    return await enqueueJobs(ctx.db, jobs, async (insert) => {
+      const out = await insertThenClaim(ctx.db, insert, claim.workerId, { max: claim.max, leaseTtlMs: ctx.config.leaseTtlMs });
+      claimed = out.claimed;
+      ctx.metrics.handedOff.inc(claimed.length);
+      if (claimed.length > 0) ctx.log.debug({ workerId: claim.workerId, jobIds: claimed.map((j) => j.id) }, 'enqueue claimed for a sleeping long-poll');
+      return out.inserted;
+    });
+  } finally {
+    deliver(claimed);
+  }
+}
+
+/** The longest-asleep claim whose worker could run one of these jobs now, if claims are one statement. */
+async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {
+  if (!fitsOneStatement(jobs) || ctx.sleepingClaims.size === 0 || !claimsInOneStatement(ctx.placement)) return null;
+  const now = Date.now();
+  const due = asPlacementJobs(jobs.filter((j) => !j.runAt || Date.parse(j.runAt) <= now));
+  if (due.length === 0) return null;
+  const known = new Map((await ctx.knownWorkers.get()).map((w) => [w.id, w]));
+  return ctx.sleepingClaims.take((workerId) => {
+    const w = known.get(workerId);
+    return !!w && w.state === 'active' && due.some((j) => queueFilter.check(j, w, { now }) === null && fitsWhenIdle(j, w, { now }) === null);
   });
 }
 

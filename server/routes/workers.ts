@@ -122,7 +122,18 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
       }
       const left = deadline - Date.now();
       if (left <= 0 || abort.signal.aborted) return [];
-      await ctx.hub.waitForJobs(seq, left, abort.signal);
+      const sleeping = ctx.sleepingClaims.sleep(workerId, max);
+      try {
+        await ctx.hub.waitForJobs(seq, left, AbortSignal.any([abort.signal, sleeping.woken]));
+      } finally {
+        ctx.sleepingClaims.wake(sleeping);
+      }
+      // Taken by an enqueue: its claim for this worker committed with the insert, so the answer is ours.
+      const handed = sleeping.handed ? await sleeping.handed : [];
+      if (handed.length > 0) {
+        ctx.idleClaims.forget(workerId);
+        return handed;
+      }
     }
   } finally {
     res.off('close', onClose);

@@ -9,6 +9,7 @@ import { toPlacementJob, toPlacementWorker } from '../placement/rows.js';
 import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
 import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js';
 import type { Allocation } from './workers.js';
+import type { InsertJobs } from './jobs.js';
 
 export interface ClaimOptions {
   max: number;
@@ -53,6 +54,26 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
     else out.workerKnown = false;
   }
   return out;
+}
+
+/**
+ * An enqueue's insert and then a worker's claim, in one statement and one commit: the hand-off of
+ * new jobs to a worker whose long-poll sleeps. The claim is skipjack_claim, as for any claim. Its
+ * argument reads the count of inserted rows, so it runs once the insert is done, and it then sees
+ * the new jobs (a volatile function sees what its calling statement wrote before it ran).
+ */
+export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: string, opts: ClaimOptions): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
+  const rows = (await sql<JobRow & { handed: ClaimRow[] }>`
+    WITH ins AS (${insert}),
+    handed AS (
+      SELECT coalesce(json_agg(c ORDER BY c.ordinality), '[]') AS handed
+      FROM (SELECT count(*) AS n FROM ins) AS i
+      CROSS JOIN LATERAL skipjack_claim(${workerId}, CASE WHEN i.n >= 0 THEN ${opts.max}::int END, ${opts.leaseTtlMs}) WITH ORDINALITY AS c
+      -- Workers are marked gone, never deleted; should one vanish, the insert still stands.
+      WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId}))
+    SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`.execute(db)).rows;
+  const inserted = rows.filter((r) => r.id !== null).map(({ handed: _, ...job }) => job as JobRow);
+  return { inserted, claimed: rows[0]?.handed ?? [] };
 }
 
 /** Priority first, then due time, then age: the order of the pending index. */

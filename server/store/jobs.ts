@@ -50,19 +50,30 @@ export interface EnqueueResult {
   created: boolean;
 }
 
-/** Inserts jobs in one statement. A job whose idempotency key exists already yields the existing job. */
-export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[]): Promise<EnqueueResult[]> {
-  const rows = jobs.map(toInsertRow);
-  const insert = (d: Db, part: typeof rows) => d
+/** The insert of up to INSERT_CHUNK jobs, one statement. */
+export type InsertJobs = ReturnType<typeof insertStatement>;
+
+function insertStatement(db: Db, rows: ReturnType<typeof toInsertRow>[]) {
+  return db
     .insertInto('jobs')
-    .values(part)
+    .values(rows)
     .onConflict((oc) => oc.column('idempotency_key').where('idempotency_key', 'is not', null).doNothing())
-    .returningAll()
-    .execute() as Promise<JobRow[]>;
-  // A statement takes at most 65,535 parameters: big batches go in parts, in one transaction.
-  const inserted = rows.length <= INSERT_CHUNK ? await insert(db, rows) : await db.transaction().execute(async (trx) => {
+    .returningAll();
+}
+
+/** Whether enqueueJobs inserts these jobs in one statement (a statement takes at most 65,535 parameters). */
+export const fitsOneStatement = (jobs: unknown[]) => jobs.length <= INSERT_CHUNK;
+
+/**
+ * Inserts jobs in one statement, or in parts in one transaction. A job whose idempotency key
+ * exists already yields the existing job. `run` executes a one-statement insert; the hand-off to a
+ * sleeping claim runs it together with that claim.
+ */
+export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[], run: (insert: InsertJobs) => Promise<JobRow[]> = (q) => q.execute() as Promise<JobRow[]>): Promise<EnqueueResult[]> {
+  const rows = jobs.map(toInsertRow);
+  const inserted = fitsOneStatement(rows) ? await run(insertStatement(db, rows)) : await db.transaction().execute(async (trx) => {
     const all: JobRow[] = [];
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) all.push(...(await insert(trx as unknown as Db, rows.slice(i, i + INSERT_CHUNK))));
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) all.push(...(await insertStatement(trx, rows.slice(i, i + INSERT_CHUNK)).execute() as JobRow[]));
     return all;
   });
   if (inserted.length === rows.length && !rows.some((r) => r.idempotency_key)) {

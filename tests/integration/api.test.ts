@@ -16,6 +16,12 @@ afterAll(async () => { await t.close(); });
 const register = (name = 'w') => t.client.register({ name, capacity: { cpu: 4000, memoryMb: 4096, diskMb: 10000, slots: 8 } });
 const status = async (p: Promise<unknown>) => p.then(() => 200, (e: ApiRequestError) => e.status);
 
+const metric = async (url: string, name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? NaN);
+const sleepingLongPolls = (url: string) => metric(url, 'skipjack_long_polls_sleeping');
+const handedOff = () => metric(t.server.url, 'skipjack_jobs_handed_off_total');
+const insertAndClaimTimes = async (id: number) =>
+  (await sql<{ created_at: Date; started_at: Date }>`SELECT created_at, started_at FROM jobs WHERE id = ${id}`.execute(t.tdb.db)).rows[0];
+
 async function post(path: string, body: unknown) {
   const res = await fetch(t.server.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   return { status: res.status, body: await res.json() };
@@ -144,15 +150,75 @@ test('cancel: a pending job at once; a running job is flagged for its worker', a
   expect(ended.state).toBe('cancelled');
 });
 
-test('a long-poll claim is woken by NOTIFY when a job arrives', async () => {
+test('a long-poll claim is woken by NOTIFY when a job arrives through another server', async () => {
   const w = await t.client.register({ name: 'lp', queues: ['lp'] });
-  const started = Date.now();
-  const claim = t.client.claim(w.id, 1, 10_000);
-  await new Promise((r) => setTimeout(r, 200));
-  const job = await t.client.enqueue({ command: ['true'], queue: 'lp' });
-  const { jobs } = await claim;
-  expect(jobs.map((j) => j.id)).toEqual([job.id]);
-  expect(Date.now() - started).toBeLessThan(9_000);
+  const other = await startServer({ ...t.config, port: 0 }, quietLog);
+  try {
+    const started = Date.now();
+    const claim = t.client.claim(w.id, 1, 10_000);
+    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const job = await new SkipjackClient({ baseUrl: other.url }).enqueue({ command: ['true'], queue: 'lp' });
+    const { jobs } = await claim;
+    expect(jobs.map((j) => j.id)).toEqual([job.id]);
+    expect(Date.now() - started).toBeLessThan(9_000);
+    // Two transactions: the claim began after the insert had committed.
+    const { created_at, started_at } = await insertAndClaimTimes(job.id);
+    expect(started_at.getTime()).toBeGreaterThan(created_at.getTime());
+  } finally {
+    await other.close();
+  }
+});
+
+describe('hand-off: an enqueue claims for a long-poll asleep on the same server, in its own commit', () => {
+  test('the job goes to the sleeping worker, claimed in the transaction that inserted it', async () => {
+    const w = await t.client.register({ name: 'handoff', queues: ['handoff'] });
+    const before = await handedOff();
+    const claim = t.client.claim(w.id, 4, 10_000);
+    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff' });
+    const { jobs } = await claim;
+    expect(jobs.map((j) => j.id)).toEqual([job.id]);
+    expect(jobs[0].leaseToken).toEqual(expect.any(String));
+    // One transaction: now() is the same for the insert and for the claim.
+    const { created_at, started_at } = await insertAndClaimTimes(job.id);
+    expect(started_at.getTime()).toBe(created_at.getTime());
+    expect(await handedOff()).toBe(before + 1);
+    expect((await t.client.getJob(job.id)).state).toBe('running');
+  });
+
+  test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
+    const w = await t.client.register({ name: 'handoff-order', queues: ['handoff-order'] });
+    const claim = t.client.claim(w.id, 1, 10_000);
+    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    // Stored without a wake-up, as if through a server whose NOTIFY has not arrived yet.
+    const older = await t.tdb.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL session_replication_role = replica`.execute(trx);
+      return (await sql<{ id: number }>`INSERT INTO jobs (command, queue, priority) VALUES (ARRAY['true'], 'handoff-order', 5) RETURNING id`.execute(trx)).rows[0];
+    });
+    const newer = await t.client.enqueue({ command: ['true'], queue: 'handoff-order', priority: 0 });
+    const { jobs } = await claim;
+    expect(jobs.map((j) => j.id)).toEqual([older.id]);
+    expect((await t.client.getJob(newer.id)).state).toBe('pending');
+  });
+
+  test('no hand-off crosses a hard constraint: a sleeping ord worker is not given a job for mad', async () => {
+    const w = await t.client.register({ name: 'handoff-ord', region: 'ord', queues: ['handoff-region'] });
+    const claim = t.client.claim(w.id, 1, 1500);
+    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-region', constraints: { region: 'mad' }, allowUnplaceable: true });
+    expect((await claim).jobs).toEqual([]);
+    expect((await t.client.getJob(job.id)).state).toBe('pending');
+  });
+
+  test('a job due later is not handed off; it wakes the long-poll when due', async () => {
+    const w = await t.client.register({ name: 'handoff-later', queues: ['handoff-later'] });
+    const claim = t.client.claim(w.id, 1, 10_000);
+    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-later', runAt: new Date(Date.now() + 300).toISOString() });
+    expect((await t.client.getJob(job.id)).state).toBe('pending');
+    const { jobs } = await claim;
+    expect(jobs.map((j) => j.id)).toEqual([job.id]);
+  });
 });
 
 test('a claim that locked rows it did not take says so (NOTIFY), or claimers that skipped them would sleep', async () => {

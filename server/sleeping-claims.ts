@@ -1,0 +1,54 @@
+// Long-polls asleep in this server process, so that an enqueue can hand its new jobs straight to
+// one: the insert and that worker's claim commit together. The job then skips the NOTIFY, a
+// second transaction and its WAL flush on the way to a worker that is waiting for it.
+import type { ClaimRow } from './db.js';
+
+export class SleepingClaim {
+  /** Set once an enqueue has taken this claim: settles with what it claimed for the worker. */
+  handed: Promise<ClaimRow[]> | null = null;
+  private waking = new AbortController();
+
+  constructor(readonly workerId: string, readonly max: number) {}
+
+  /** Aborted when an enqueue takes this claim, so the long-poll wakes to collect the jobs. */
+  get woken(): AbortSignal {
+    return this.waking.signal;
+  }
+
+  /** Marks the claim taken; the caller must settle it with `deliver`. */
+  take(): (jobs: ClaimRow[]) => void {
+    let deliver!: (jobs: ClaimRow[]) => void;
+    this.handed = new Promise((resolve) => (deliver = resolve));
+    this.waking.abort();
+    return deliver;
+  }
+}
+
+export class SleepingClaims {
+  // A Set keeps insertion order: the longest asleep comes first.
+  private asleep = new Set<SleepingClaim>();
+
+  get size(): number {
+    return this.asleep.size;
+  }
+
+  sleep(workerId: string, max: number): SleepingClaim {
+    const claim = new SleepingClaim(workerId, max);
+    this.asleep.add(claim);
+    return claim;
+  }
+
+  wake(claim: SleepingClaim): void {
+    this.asleep.delete(claim);
+  }
+
+  /** The longest-asleep claim `accepts` takes, removed so that no other enqueue takes it too. */
+  take(accepts: (workerId: string) => boolean): { claim: SleepingClaim; deliver: (jobs: ClaimRow[]) => void } | null {
+    for (const claim of this.asleep) {
+      if (!accepts(claim.workerId)) continue;
+      this.asleep.delete(claim);
+      return { claim, deliver: claim.take() };
+    }
+    return null;
+  }
+}
