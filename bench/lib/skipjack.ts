@@ -108,6 +108,15 @@ export async function enqueueMany(client: SkipjackClient, n: number, job: Enqueu
   progress.done();
 }
 
+/**
+ * `n` pending jobs running `command`, in one statement: the workers, started and idle before it,
+ * see the whole backlog at its commit (one NOTIFY), so no worker's start-up falls inside the
+ * drain being measured. They are the rows an enqueue of {command} stores.
+ */
+export async function insertBacklog(pool: pg.Pool, n: number, command: string[]): Promise<void> {
+  await pool.query(`INSERT INTO jobs (command) SELECT $1::text[] FROM generate_series(1, $2::int)`, [command, n]);
+}
+
 /** Polls the database until `total` jobs are terminal, drawing progress. */
 export async function waitTerminal(pool: pg.Pool, total: number, label: string, timeoutMs = 600_000): Promise<void> {
   const progress = new Progress(label, total);
