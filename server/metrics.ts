@@ -13,7 +13,7 @@ export function createMetrics(sleepingLongPolls: () => number = () => 0) {
     claimed: counter('skipjack_jobs_claimed_total', 'Jobs claimed by workers'),
     released: counter('skipjack_jobs_released_total', 'Runs released, by outcome', ['outcome']),
     reaped: counter('skipjack_leases_expired_total', 'Leases the reaper took back'),
-    handedOff: counter('skipjack_jobs_handed_off_total', 'Jobs claimed in their enqueue\'s own commit, for a long-poll asleep on this server'),
+    handedOff: counter('skipjack_jobs_handed_off_total', 'Jobs an enqueue claimed, in its own statement, for a long-poll asleep on this server (the oldest that worker could run: the new ones, or pending ones before them)'),
     sleeping: new client.Gauge({
       name: 'skipjack_long_polls_sleeping', help: 'Long-poll claims asleep on this server, waiting for a job', registers: [registry],
       collect() { this.set(sleepingLongPolls()); },

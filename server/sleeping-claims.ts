@@ -1,6 +1,6 @@
 // Long-polls asleep in this server process, so that an enqueue can hand its new jobs straight to
-// one: the insert and that worker's claim commit together. The job then skips the NOTIFY, a
-// second transaction and its WAL flush on the way to a worker that is waiting for it.
+// one: the insert and that worker's claim commit together. On its way to a worker that waits for
+// it, the job then waits neither for the NOTIFY nor for a second transaction and its WAL flush.
 import type { ClaimRow } from './db.js';
 
 export class SleepingClaim {

@@ -118,26 +118,38 @@ async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batc
 
 /**
  * Inserts the jobs; when a long-poll asleep in this process belongs to a worker that could run one
- * of them, that worker's claim runs in the same transaction and its answer goes straight to the
+ * of them, that worker's claim runs in the same statement and its answer goes straight to the
  * long-poll. The claim is the usual one, so queue order, capacity and constraints hold as ever.
+ * Should PostgreSQL refuse the combined statement, nothing of it stands, and the jobs are inserted
+ * alone: an enqueue does not fail for the sake of a hand-off.
  */
 async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
   const handOff = await takeSleepingClaim(ctx, jobs);
   if (!handOff) return enqueueJobs(ctx.db, jobs);
   const { claim, deliver } = handOff;
   let claimed: ClaimRow[] = [];
+  let committed = false;
   try {
     return await enqueueJobs(ctx.db, jobs, async (insert) => {
       const out = await insertThenClaim(ctx.db, insert, claim.workerId, { max: claim.max, leaseTtlMs: ctx.config.leaseTtlMs });
+      committed = true;
       claimed = out.claimed;
       ctx.metrics.handedOff.inc(claimed.length);
       if (claimed.length > 0) ctx.log.debug({ workerId: claim.workerId, jobIds: claimed.map((j) => j.id) }, 'enqueue claimed for a sleeping long-poll');
       return out.inserted;
     });
+  } catch (err) {
+    // Retry alone only when PostgreSQL refused the statement, so surely nothing of it committed.
+    if (committed || !refusedByPostgres(err)) throw err;
+    ctx.log.warn({ err: (err as Error).message, workerId: claim.workerId }, 'hand-off to a sleeping long-poll failed; enqueueing without it');
+    return await enqueueJobs(ctx.db, jobs);
   } finally {
     deliver(claimed);
   }
 }
+
+/** An error PostgreSQL answered with (a SQLSTATE), as opposed to a connection lost mid-statement. */
+const refusedByPostgres = (err: unknown) => /^[0-9A-Z]{5}$/.test(String((err as { code?: unknown })?.code)) && !String((err as { code: string }).code).startsWith('08');
 
 /** The longest-asleep claim whose worker could run one of these jobs now, if claims are one statement. */
 async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {

@@ -107,6 +107,9 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
   const onClose = () => abort.abort();
   res.on('close', onClose);
   ctx.closing.addEventListener('abort', onClose);
+  // A long-poll that arrives once the stop has begun (a worker re-polls at once when answered
+  // empty) would see no abort event, and a closed hub wakes at once: it would spin to its deadline.
+  if (ctx.closing.aborted) abort.abort();
   const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
   try {
     for (;;) {

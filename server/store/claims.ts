@@ -66,11 +66,12 @@ export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: stri
   const rows = (await sql<JobRow & { handed: ClaimRow[] }>`
     WITH ins AS (${insert}),
     handed AS (
-      SELECT coalesce(json_agg(c ORDER BY c.ordinality), '[]') AS handed
+      SELECT coalesce(json_agg(to_jsonb(c) - 'ordinality' ORDER BY c.ordinality), '[]') AS handed
       FROM (SELECT count(*) AS n FROM ins) AS i
       CROSS JOIN LATERAL skipjack_claim(${workerId}, CASE WHEN i.n >= 0 THEN ${opts.max}::int END, ${opts.leaseTtlMs}) WITH ORDINALITY AS c
-      -- Workers are marked gone, never deleted; should one vanish, the insert still stands.
-      WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId}))
+      -- The worker's row lock first, without waiting: a worker busy with a claim or a heartbeat
+      -- of its own lets the enqueue go on alone (its long-poll wakes by NOTIFY as ever).
+      WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED))
     SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`.execute(db)).rows;
   const inserted = rows.filter((r) => r.id !== null).map(({ handed: _, ...job }) => job as JobRow);
   return { inserted, claimed: rows[0]?.handed ?? [] };

@@ -19,6 +19,13 @@ const status = async (p: Promise<unknown>) => p.then(() => 200, (e: ApiRequestEr
 const metric = async (url: string, name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? NaN);
 const sleepingLongPolls = (url: string) => metric(url, 'skipjack_long_polls_sleeping');
 const handedOff = () => metric(t.server.url, 'skipjack_jobs_handed_off_total');
+/** Starts a long-poll claim and resolves, with its answer to come, once the server counts it asleep. */
+async function sleepingClaim(client: SkipjackClient, url: string, workerId: string, max: number, waitMs: number) {
+  const before = await sleepingLongPolls(url);
+  const answer = client.claim(workerId, max, waitMs);
+  await until('the long-poll to sleep', async () => (await sleepingLongPolls(url)) > before);
+  return { answer };
+}
 const insertAndClaimTimes = async (id: number) =>
   (await sql<{ created_at: Date; started_at: Date }>`SELECT created_at, started_at FROM jobs WHERE id = ${id}`.execute(t.tdb.db)).rows[0];
 
@@ -155,8 +162,7 @@ test('a long-poll claim is woken by NOTIFY when a job arrives through another se
   const other = await startServer({ ...t.config, port: 0 }, quietLog);
   try {
     const started = Date.now();
-    const claim = t.client.claim(w.id, 1, 10_000);
-    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const { answer: claim } = await sleepingClaim(t.client, t.server.url, w.id, 1, 10_000);
     const job = await new SkipjackClient({ baseUrl: other.url }).enqueue({ command: ['true'], queue: 'lp' });
     const { jobs } = await claim;
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
@@ -170,26 +176,29 @@ test('a long-poll claim is woken by NOTIFY when a job arrives through another se
 });
 
 describe('hand-off: an enqueue claims for a long-poll asleep on the same server, in its own commit', () => {
+  const claimAsleep = (workerId: string, max: number, waitMs = 10_000) => sleepingClaim(t.client, t.server.url, workerId, max, waitMs);
+
   test('the job goes to the sleeping worker, claimed in the transaction that inserted it', async () => {
     const w = await t.client.register({ name: 'handoff', queues: ['handoff'] });
     const before = await handedOff();
-    const claim = t.client.claim(w.id, 4, 10_000);
-    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const asleep = await sleepingLongPolls(t.server.url);
+    const { answer: claim } = await claimAsleep(w.id, 4);
     const job = await t.client.enqueue({ command: ['true'], queue: 'handoff' });
     const { jobs } = await claim;
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
-    expect(jobs[0].leaseToken).toEqual(expect.any(String));
+    expect(jobs[0]).toMatchObject({ command: ['true'], env: {}, secretEnv: [], attempt: 1, leaseToken: expect.any(String) });
+    expect(Object.keys(jobs[0])).not.toContain('ordinality');
     // One transaction: now() is the same for the insert and for the claim.
     const { created_at, started_at } = await insertAndClaimTimes(job.id);
     expect(started_at.getTime()).toBe(created_at.getTime());
     expect(await handedOff()).toBe(before + 1);
+    expect(await sleepingLongPolls(t.server.url)).toBe(asleep);
     expect((await t.client.getJob(job.id)).state).toBe('running');
   });
 
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
     const w = await t.client.register({ name: 'handoff-order', queues: ['handoff-order'] });
-    const claim = t.client.claim(w.id, 1, 10_000);
-    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const { answer: claim } = await claimAsleep(w.id, 1);
     // Stored without a wake-up, as if through a server whose NOTIFY has not arrived yet.
     const older = await t.tdb.db.transaction().execute(async (trx) => {
       await sql`SET LOCAL session_replication_role = replica`.execute(trx);
@@ -201,10 +210,48 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect((await t.client.getJob(newer.id)).state).toBe('pending');
   });
 
+  test('a batch hands over no more than the long-poll asked for, in order; the rest stays pending', async () => {
+    const w = await t.client.register({ name: 'handoff-batch', queues: ['handoff-batch'] });
+    const { answer: claim } = await claimAsleep(w.id, 2);
+    const { jobs: batch } = await t.client.enqueueBatch([0, 9, 5].map((priority) => ({ command: ['true'], queue: 'handoff-batch', priority })));
+    const { jobs } = await claim;
+    expect(jobs.map((j) => j.id)).toEqual([batch[1].id, batch[2].id]);
+    expect((await t.client.getJob(batch[0].id)).state).toBe('pending');
+  });
+
+  test('an idempotent repeat hands over the existing job if it is still pending', async () => {
+    const w = await t.client.register({ name: 'handoff-repeat', queues: ['handoff-repeat'] });
+    const first = await t.client.enqueue({ command: ['true'], queue: 'handoff-repeat', idempotencyKey: `repeat-${Date.now()}` });
+    await sql`UPDATE jobs SET run_at = now() + interval '1 hour' WHERE id = ${first.id}`.execute(t.tdb.db);
+    const { answer: claim } = await claimAsleep(w.id, 1);
+    await sql`UPDATE jobs SET run_at = now() WHERE id = ${first.id}`.execute(t.tdb.db);
+    const repeat = await t.client.enqueue({ command: ['true'], queue: 'handoff-repeat', idempotencyKey: first.idempotencyKey! });
+    expect(repeat.id).toBe(first.id);
+    expect((await claim).jobs.map((j) => j.id)).toEqual([first.id]);
+  });
+
+  test("an enqueue does not wait for a worker's row lock: the job goes in alone, and the long-poll takes it once the lock is gone", async () => {
+    const w = await t.client.register({ name: 'handoff-locked', queues: ['handoff-locked'] });
+    const { answer: claim } = await claimAsleep(w.id, 1);
+    const before = await handedOff();
+    const locker = new pg.Client({ connectionString: t.tdb.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM workers WHERE id = $1 FOR NO KEY UPDATE', [w.id]);
+      const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-locked' });
+      expect((await t.client.getJob(job.id)).state).toBe('pending');
+      expect(await handedOff()).toBe(before);
+      await locker.query('COMMIT');
+      expect((await claim).jobs.map((j) => j.id)).toEqual([job.id]);
+    } finally {
+      await locker.end();
+    }
+  });
+
   test('no hand-off crosses a hard constraint: a sleeping ord worker is not given a job for mad', async () => {
     const w = await t.client.register({ name: 'handoff-ord', region: 'ord', queues: ['handoff-region'] });
-    const claim = t.client.claim(w.id, 1, 1500);
-    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
+    const { answer: claim } = await claimAsleep(w.id, 1, 1500);
     const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-region', constraints: { region: 'mad' }, allowUnplaceable: true });
     expect((await claim).jobs).toEqual([]);
     expect((await t.client.getJob(job.id)).state).toBe('pending');
@@ -212,9 +259,8 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
 
   test('a job due later is not handed off; it wakes the long-poll when due', async () => {
     const w = await t.client.register({ name: 'handoff-later', queues: ['handoff-later'] });
-    const claim = t.client.claim(w.id, 1, 10_000);
-    await until('the long-poll to sleep', async () => (await sleepingLongPolls(t.server.url)) > 0);
-    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-later', runAt: new Date(Date.now() + 300).toISOString() });
+    const { answer: claim } = await claimAsleep(w.id, 1);
+    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-later', runAt: new Date(Date.now() + 2000).toISOString() });
     expect((await t.client.getJob(job.id)).state).toBe('pending');
     const { jobs } = await claim;
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
