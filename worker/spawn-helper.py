@@ -7,12 +7,15 @@ this helper starts processes at about three times the rate of a Node process on 
 
 Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payload length), the
 JSON, then the payload (output bytes, for 'out' only).
-  in:  {t: spawn, id, file, args, cwd, env}    {t: drop, id}: stop reading a job's output
+  in:  {t: spawn, id, file, args, cwd, env, stop: {signal, graceSeconds}}
+       {t: drop, id}: stop reading a job's output
   out: {t: ready}  {t: spawned, id, pid}  {t: failed, id, message}  {t: out, id, stream} + bytes
        {t: eof, id, stream}  {t: exit, id, code, signal, alone}
 'alone': the job's process group had no other member when its main process was reaped.
-When stdin closes (the worker stopped or died) the helper exits; job processes live in their
-own sessions and are the worker's (or its successor's) to stop.
+When stdin closes, the worker has stopped or died. A stopping worker has stopped its jobs first.
+After a death (kill -9, the OOM killer), no one would stop a job still running, and its lease
+would expire and the job run again elsewhere. So the helper stops each such group, with the job's
+own signal and grace and then SIGKILL, as the worker would have done, and exits.
 """
 import errno
 import json
@@ -22,6 +25,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 HEADER = struct.Struct(">II")
 READ_SIZE = 65536
@@ -50,7 +54,7 @@ def spawn(msg):
     except Exception as e:  # e.g. a lone surrogate in an argument: this job fails, no other
         return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: {e}"})
     try:
-        watch(jid, proc)
+        watch(jid, proc, msg.get("stop") or {})
     except Exception as e:  # out of descriptors, say: the process must not run unwatched
         unwatch(jid, proc)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -59,9 +63,9 @@ def spawn(msg):
     send({"t": "spawned", "id": jid, "pid": proc.pid})
 
 
-def watch(jid, proc):
+def watch(jid, proc, stop):
     pidfd = os.pidfd_open(proc.pid)
-    jobs[jid] = {"proc": proc, "pidfd": pidfd, "open": {"stdout", "stderr"}}
+    jobs[jid] = {"proc": proc, "pidfd": pidfd, "open": {"stdout", "stderr"}, "stop": stop}
     os.set_blocking(proc.stdout.fileno(), False)
     os.set_blocking(proc.stderr.fileno(), False)
     sel.register(proc.stdout, selectors.EVENT_READ, ("out", jid, "stdout"))
@@ -135,6 +139,36 @@ def group_empty(pgid):
     return False
 
 
+def stop_orphans():
+    """The worker is gone: stop every job still running, by group, its signal first, then SIGKILL."""
+    waiting = []  # (proc, deadline)
+    for job in jobs.values():
+        if job["pidfd"] is None:
+            continue
+        stop, proc = job["stop"], job["proc"]
+        signal_group(proc.pid, getattr(signal, stop.get("signal", "SIGTERM"), signal.SIGTERM))
+        waiting.append((proc, time.monotonic() + float(stop.get("graceSeconds", 10))))
+    while waiting:
+        time.sleep(0.02)
+        still = []
+        for proc, deadline in waiting:
+            proc.poll()  # a zombie leader would count as a member of its group
+            if group_empty(proc.pid):
+                continue
+            if time.monotonic() < deadline:
+                still.append((proc, deadline))
+            else:
+                signal_group(proc.pid, signal.SIGKILL)
+        waiting = still
+
+
+def signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def signal_name(number):
     try:
         return signal.Signals(number).name
@@ -184,7 +218,11 @@ def main():
                 except BlockingIOError:
                     continue
                 if not data:
-                    out.flush()
+                    try:
+                        out.flush()
+                    except BrokenPipeError:
+                        pass  # the worker died; its jobs still need stopping
+                    stop_orphans()
                     return
                 commands.feed(data)
             elif jid not in jobs:

@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 export interface LaunchOptions {
   cwd?: string;
   env: Record<string, string>;
+  /** How the job's group is stopped should the worker go away while it runs (the spawn helper does). */
+  stop?: { signal: NodeJS.Signals; graceSeconds: number };
 }
 
 /** The part of a ChildProcess the supervisor uses. `pid` is set by the time 'spawn' is emitted. */
@@ -117,7 +119,7 @@ export class SpawnHelper {
     const child = new HelperChild(this.nextId++, helper, () => this.send(helper, { t: 'drop', id: child.id }));
     this.children.set(child.id, child);
     this.holdOpen(helper);
-    this.send(helper, { t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env });
+    this.send(helper, { t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env, stop: opts.stop });
     return child;
   };
 

@@ -130,7 +130,8 @@ export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChun
   if (problem) return failedToStart(problem, startedAt);
   let child: LaunchedProcess;
   try {
-    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env) });
+    const stop = { signal: spec.killSignal ?? DEFAULT_KILL_SIGNAL, graceSeconds: spec.killGraceSeconds ?? DEFAULT_KILL_GRACE_SECONDS };
+    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env), stop });
   } catch (err) {
     return failedToStart(errorMessage(err), startedAt); // e.g. a NUL byte in an argument
   }

@@ -198,13 +198,16 @@ describe('a worker process', () => {
     await t.client.cancel(job.id);
   });
 
-  test('killed with kill -9, its jobs return to pending within the lease TTL plus a reaper tick', async () => {
+  test('killed with kill -9, its jobs return to pending within the lease TTL plus a reaper tick, and their processes are stopped', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed', '--queue', 'doomed']);
-    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'doomed' });
-    await groupOf(job.id);
+    // It ignores SIGTERM, so only the escalation to SIGKILL after its grace stops it.
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo $$; exec sleep 1000'], queue: 'doomed', killGraceSeconds: 1 });
+    const pgid = await groupOf(job.id);
     const running = await t.client.getJob(job.id);
     child.kill('SIGKILL');
     await exited(child);
+    // The spawn helper sees the worker gone and stops the job, or it would run on beside its rerun.
+    await until('the orphaned job to be stopped', async () => !processGroupAlive(pgid), 5000);
     const back: JobView = await until('back to pending', async () => {
       const j = await t.client.getJob(job.id);
       return j.state === 'pending' ? j : undefined;
