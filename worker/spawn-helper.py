@@ -3,7 +3,8 @@
 Node can only fork() a child, and fork() of a big process is slow: every page the parent writes
 afterwards takes a copy-on-write fault. Python's subprocess uses vfork(), which copies nothing, so
 this helper starts processes at about three times the rate of a Node process on the same machine
-(bench/scenarios/process.ts). It starts, reads and reaps; the worker signals process groups itself.
+(bench/scenarios/process.ts). It starts, reads and reaps; the worker signals process groups itself
+(the helper does only once the worker is gone, see below).
 
 Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payload length), the
 JSON, then the payload (output bytes, for 'out' only).
