@@ -149,7 +149,10 @@ async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
 }
 
 /** An error PostgreSQL answered with (a SQLSTATE), as opposed to a connection lost mid-statement. */
-const refusedByPostgres = (err: unknown) => /^[0-9A-Z]{5}$/.test(String((err as { code?: unknown })?.code)) && !String((err as { code: string }).code).startsWith('08');
+function refusedByPostgres(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08');
+}
 
 /** The longest-asleep claim whose worker could run one of these jobs now, if claims are one statement. */
 async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {
