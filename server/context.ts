@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { ServerConfig } from './config.js';
 import type { Db } from './db.js';
+import type { PreparedStatements } from './store/prepared.js';
 import type { NotifyHub } from './notify.js';
 import type { Metrics } from './metrics.js';
 import type { PlacementSettings } from './placement/settings.js';
@@ -14,6 +15,8 @@ import type { WorkerHeartbeatResponse } from '../protocol/types.js';
 
 export interface AppContext {
   db: Db;
+  /** Named statements on the same pool, for the few that are mostly planning. */
+  statements: PreparedStatements;
   hub: NotifyHub;
   config: ServerConfig;
   log: Logger;

@@ -16,6 +16,7 @@ import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
 import { SleepingClaims } from './sleeping-claims.js';
+import { PreparedStatements } from './store/prepared.js';
 import { KnownWorkers } from './placement/workers.js';
 import { startDueWakeups } from './loops/due-wakeups.js';
 
@@ -31,7 +32,7 @@ const RETENTION_LOCK = 0x5e1ac0e0;
 
 export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
-  const { db } = createDb(config.databaseUrl);
+  const { db, pool } = createDb(config.databaseUrl);
   const applied = await migrateToLatest(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
   const hub = new NotifyHub(config.databaseUrl, log);
@@ -45,7 +46,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
   const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
   const app = createApp({
-    db, hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims,
+    db, statements: new PreparedStatements(pool), hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims,
     knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs), closing: closing.signal,
   });
   const dueWakeups = startDueWakeups(db, hub);

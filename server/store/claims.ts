@@ -10,6 +10,7 @@ import { hasCentralQueues, type PlacementSettings } from '../placement/settings.
 import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js';
 import type { Allocation } from './workers.js';
 import type { InsertJobs } from './jobs.js';
+import type { PreparedStatements } from './prepared.js';
 
 export interface ClaimOptions {
   max: number;
@@ -62,8 +63,8 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
  * argument reads the count of inserted rows, so it runs once the insert is done, and it then sees
  * the new jobs (a volatile function sees what its calling statement wrote before it ran).
  */
-export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: string, opts: ClaimOptions): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
-  const rows = (await sql<JobRow & { handed: ClaimRow[] }>`
+export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: string, opts: ClaimOptions & { prepared?: PreparedStatements }): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
+  const statement = sql<JobRow & { handed: ClaimRow[] }>`
     WITH ins AS (${insert}),
     handed AS (
       SELECT coalesce(json_agg(to_jsonb(c) - 'ordinality' ORDER BY c.ordinality), '[]') AS handed
@@ -72,7 +73,8 @@ export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: stri
       -- The worker's row lock first, without waiting: a worker busy with a claim or a heartbeat
       -- of its own lets the enqueue go on alone (its long-poll wakes by NOTIFY as ever).
       WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED))
-    SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`.execute(db)).rows;
+    SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`.compile(db);
+  const rows = opts.prepared ? await opts.prepared.rows(statement) : (await db.executeQuery(statement)).rows;
   const inserted = rows.filter((r) => r.id !== null).map(({ handed: _, ...job }) => job as JobRow);
   return { inserted, claimed: rows[0]?.handed ?? [] };
 }

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
 import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
+import { PreparedStatements } from '../../server/store/prepared.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -265,6 +266,26 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     const { jobs } = await claim;
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
   });
+});
+
+test('a prepared statement outlives a change to the table it returns: it is prepared again', async () => {
+  const pool = new pg.Pool({ connectionString: t.tdb.url, max: 1 });
+  const statements = new PreparedStatements(pool);
+  const query = sql<{ id: number }>`SELECT * FROM jobs WHERE id = ${-1}`.compile(t.tdb.db);
+  try {
+    expect(await statements.rows(query)).toEqual([]);
+    // What a migration run by a newer server does under this one.
+    await sql`ALTER TABLE jobs ADD COLUMN prepared_probe int`.execute(t.tdb.db);
+    expect(await statements.rows(query)).toEqual([]);
+    // And the server's own prepared hand-off goes on working.
+    const w = await t.client.register({ name: 'handoff-altered', queues: ['handoff-altered'] });
+    const { answer } = await sleepingClaim(t.client, t.server.url, w.id, 1, 10_000);
+    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-altered' });
+    expect((await answer).jobs.map((j) => j.id)).toEqual([job.id]);
+  } finally {
+    await sql`ALTER TABLE jobs DROP COLUMN IF EXISTS prepared_probe`.execute(t.tdb.db);
+    await pool.end();
+  }
 });
 
 test('a claim that locked rows it did not take says so (NOTIFY), or claimers that skipped them would sleep', async () => {
