@@ -8,15 +8,17 @@ this helper starts processes at about three times the rate of a Node process on 
 
 Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payload length), the
 JSON, then the payload (output bytes, for 'out' only).
-  in:  {t: spawn, id, file, args, cwd, env, stop: {signal, graceSeconds}}
+  in:  {t: spawn, id, file, args, cwd, env, stop: {signal (a number), graceSeconds}}
        {t: drop, id}: stop reading a job's output
   out: {t: ready}  {t: spawned, id, pid}  {t: failed, id, message}  {t: out, id, stream} + bytes
        {t: eof, id, stream}  {t: exit, id, code, signal, alone}
 'alone': the job's process group had no other member when its main process was reaped.
-When stdin closes, the worker has stopped or died. A stopping worker has stopped its jobs first.
-After a death (kill -9, the OOM killer), no one would stop a job still running, and its lease
-would expire and the job run again elsewhere. So the helper stops each such group, with the job's
-own signal and grace and then SIGKILL, as the worker would have done, and exits.
+When stdin closes, or a write to the worker fails, the worker has stopped or died. A stopping
+worker has stopped its jobs first. After a death (kill -9, the OOM killer), no one would stop a
+job still running, or what a finished job left in its group, and its lease would expire and the
+job run again elsewhere. So the helper stops each such group as the worker would have (the job's
+stop signal and SIGCONT, SIGKILL after its grace), reading and dropping their output meanwhile
+so that none blocks on a full pipe, and exits.
 """
 import errno
 import json
@@ -33,7 +35,8 @@ READ_SIZE = 65536
 
 sel = selectors.DefaultSelector()
 out = sys.stdout.buffer
-jobs = {}  # id -> {"proc": Popen, "pidfd": int, "open": set of stream names}
+jobs = {}  # id -> {"proc": Popen, "pidfd": int, "open": set of stream names, "stop": (signal, grace)}
+leftovers = {}  # pgid -> (signal, grace): groups a reaped job left members in, until seen empty
 
 
 def send(msg, payload=b""):
@@ -55,13 +58,21 @@ def spawn(msg):
     except Exception as e:  # e.g. a lone surrogate in an argument: this job fails, no other
         return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: {e}"})
     try:
-        watch(jid, proc, msg.get("stop") or {})
+        watch(jid, proc, stop_settings(msg.get("stop")))
     except Exception as e:  # out of descriptors, say: the process must not run unwatched
         unwatch(jid, proc)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return send({"t": "failed", "id": jid, "message": f"spawn {msg['file']}: could not watch the process: {e}"})
     send({"t": "spawned", "id": jid, "pid": proc.pid})
+
+
+def stop_settings(stop):
+    """(signal number, grace seconds) from a spawn frame; the worker's defaults if malformed."""
+    try:
+        return int(stop["signal"]), min(max(float(stop["graceSeconds"]), 0.0), 3600.0)
+    except (KeyError, TypeError, ValueError):
+        return signal.SIGTERM, 10.0
 
 
 def watch(jid, proc, stop):
@@ -125,7 +136,12 @@ def reap(jid):
     job["pidfd"] = None
     rc = job["proc"].wait()
     code, sig = (rc, None) if rc >= 0 else (None, signal_name(-rc))
-    send({"t": "exit", "id": jid, "code": code, "signal": sig, "alone": group_empty(job["proc"].pid)})
+    alone = group_empty(job["proc"].pid)
+    for pgid in [g for g in leftovers if group_empty(g)]:
+        del leftovers[pgid]
+    if not alone:  # the worker stops these; should it die first, stop_orphans does
+        leftovers[job["proc"].pid] = job["stop"]
+    send({"t": "exit", "id": jid, "code": code, "signal": sig, "alone": alone})
     forget_if_done(jid)
 
 
@@ -141,32 +157,47 @@ def group_empty(pgid):
 
 
 def stop_orphans():
-    """The worker is gone: stop every job still running, by group, its signal first, then SIGKILL."""
-    waiting = []  # (proc, deadline)
-    for job in jobs.values():
-        if job["pidfd"] is None:
+    """The worker is gone: stop every group still running, as the worker would have."""
+    groups = dict(leftovers)
+    groups.update({job["proc"].pid: job["stop"] for job in jobs.values() if job["pidfd"] is not None})
+    deadlines = {}
+    for pgid, (signum, grace) in groups.items():
+        if signum == signal.SIGKILL or grace == 0:
+            signal_group(pgid, signal.SIGKILL)
             continue
-        stop, proc = job["stop"], job["proc"]
-        signal_group(proc.pid, getattr(signal, stop.get("signal", "SIGTERM"), signal.SIGTERM))
-        waiting.append((proc, time.monotonic() + float(stop.get("graceSeconds", 10))))
-    while waiting:
+        signal_group(pgid, signum)
+        signal_group(pgid, signal.SIGCONT)  # so stopped members can act on it
+        deadlines[pgid] = time.monotonic() + grace
+    while deadlines:
         time.sleep(0.02)
-        still = []
-        for proc, deadline in waiting:
-            proc.poll()  # a zombie leader would count as a member of its group
-            if group_empty(proc.pid):
-                continue
-            if time.monotonic() < deadline:
-                still.append((proc, deadline))
-            else:
-                signal_group(proc.pid, signal.SIGKILL)
-        waiting = still
+        drop_output()
+        for job in jobs.values():
+            job["proc"].poll()  # a zombie leader would count as a member of its group
+        for pgid, deadline in list(deadlines.items()):
+            if group_empty(pgid):
+                del deadlines[pgid]
+            elif time.monotonic() >= deadline:
+                signal_group(pgid, signal.SIGKILL)
+                del deadlines[pgid]
+
+
+def drop_output():
+    """Reads what the stopping jobs write, and drops it: the worker is not there to take it."""
+    for job in jobs.values():
+        for stream in list(job["open"]):
+            pipe = getattr(job["proc"], stream)
+            try:
+                while os.read(pipe.fileno(), READ_SIZE):
+                    pass
+                job["open"].discard(stream)  # end of file
+            except BlockingIOError:
+                pass
 
 
 def signal_group(pgid, sig):
     try:
         os.killpg(pgid, sig)
-    except ProcessLookupError:
+    except OSError:  # gone already, or not ours to signal (a setuid member): carry on with the rest
         pass
 
 
@@ -219,11 +250,7 @@ def main():
                 except BlockingIOError:
                     continue
                 if not data:
-                    try:
-                        out.flush()
-                    except BrokenPipeError:
-                        pass  # the worker died; its jobs still need stopping
-                    stop_orphans()
+                    out.flush()
                     return
                 commands.feed(data)
             elif jid not in jobs:
@@ -239,4 +266,6 @@ if __name__ == "__main__":
     try:
         main()
     except BrokenPipeError:
-        pass
+        pass  # the worker died while we wrote to it
+    stop_orphans()
+    os._exit(0)  # nothing left to flush to a worker that is gone

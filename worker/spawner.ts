@@ -3,6 +3,7 @@
 // two output streams, and 'spawn', 'error' and 'exit' events.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { constants as osConstants } from 'node:os';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
@@ -119,7 +120,8 @@ export class SpawnHelper {
     const child = new HelperChild(this.nextId++, helper, () => this.send(helper, { t: 'drop', id: child.id }));
     this.children.set(child.id, child);
     this.holdOpen(helper);
-    this.send(helper, { t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env, stop: opts.stop });
+    const stop = opts.stop && { signal: osConstants.signals[opts.stop.signal], graceSeconds: opts.stop.graceSeconds };
+    this.send(helper, { t: 'spawn', id: child.id, file, args, cwd: opts.cwd, env: opts.env, stop });
     return child;
   };
 
@@ -134,7 +136,7 @@ export class SpawnHelper {
     stdin.write(frame(msg));
   }
 
-  /** Ends the helper; job processes it started keep running in their own sessions. */
+  /** Ends the helper. Call it once no job runs: a job still running then is stopped by the helper. */
   stop(): void {
     this.helper?.stdin?.end();
     this.helper = undefined;

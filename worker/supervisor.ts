@@ -28,7 +28,8 @@
  * read for at most outputDrainSeconds more, then close our ends, so `done` cannot hang on it.
  *
  * The worker's own death does not kill its jobs (they are in their own sessions): the worker must
- * stop() its jobs when it shuts down, and the server's lease reaper covers a crash.
+ * stop() its jobs when it shuts down. After a crash the spawn helper stops them (spawn-helper.py),
+ * and the server's lease reaper returns their jobs.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';

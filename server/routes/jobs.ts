@@ -1,5 +1,6 @@
 // Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
 import { Router, type Response } from 'express';
+import pg from 'pg';
 import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { availableJobs, claimsInOneStatement, insertThenClaim } from '../store/claims.js';
@@ -150,11 +151,8 @@ async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
   }
 }
 
-/** An error PostgreSQL answered with (a SQLSTATE), as opposed to a connection lost mid-statement. */
-function refusedByPostgres(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08');
-}
+/** An error PostgreSQL answered with, as opposed to a connection lost mid-statement. */
+const refusedByPostgres = (err: unknown) => err instanceof pg.DatabaseError && !err.code?.startsWith('08');
 
 /** The longest-asleep claim whose worker could run one of these jobs now, if claims are one statement. */
 async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {

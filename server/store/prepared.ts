@@ -3,9 +3,10 @@
 // insert-and-claim of one job spends 0.6-1 ms of its 2.5-3.5 ms there on this VM (bench/ latency).
 // A migration that changes a table under a running server changes such a statement's result
 // type; PostgreSQL then refuses to run it (0A000), and it is prepared again under a new name.
+// (A transaction-mode PgBouncer before 1.21 cannot keep named statements; see the README.)
 import { createHash } from 'node:crypto';
 import type { CompiledQuery } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 
 export class PreparedStatements {
   private generation = 0;
@@ -13,17 +14,30 @@ export class PreparedStatements {
   constructor(private pool: pg.Pool) {}
 
   async rows<R>(query: CompiledQuery<R>): Promise<R[]> {
-    for (let retried = false; ; retried = true) {
-      const name = `skipjack_${this.generation}_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
-      try {
-        return (await this.pool.query({ name, text: query.sql, values: [...query.parameters] })).rows as R[];
-      } catch (err) {
-        if (retried || !stalePlan(err)) throw err;
-        this.generation++;
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      for (let retried = false; ; retried = true) {
+        const generation = this.generation;
+        const name = `skipjack_${generation}_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
+        try {
+          return (await client.query({ name, text: query.sql, values: [...query.parameters] })).rows as R[];
+        } catch (err) {
+          if (retried || !stalePlan(err)) throw err;
+          // Once for all connections, however many saw the change at the same moment.
+          if (this.generation === generation) this.generation++;
+        }
       }
+    } catch (err) {
+      // An error PostgreSQL answered leaves the connection fit for use; any other may not.
+      if (!(err instanceof pg.DatabaseError)) broken = err as Error;
+      throw err;
+    } finally {
+      client.release(broken);
     }
   }
 }
 
-/** "cached plan must not change result type": a table the statement reads has changed. */
-const stalePlan = (err: unknown) => (err as { code?: string })?.code === '0A000';
+/** The plan of a named statement no longer fits a table it reads. */
+const stalePlan = (err: unknown) =>
+  err instanceof pg.DatabaseError && err.code === '0A000' && /cached plan must not change result type/.test(err.message);

@@ -198,6 +198,17 @@ describe('a worker process', () => {
     await t.client.cancel(job.id);
   });
 
+  test('killed with kill -9 while a finished job\'s leftover processes are being stopped, those are stopped too', async () => {
+    const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed-leftovers', '--queue', 'doomed-leftovers']);
+    // The main process exits at once and leaves a member that ignores SIGTERM: the worker is
+    // inside the job's 2 s grace when it dies, and only the spawn helper is left to finish it.
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo $$; sleep 1000 & exit 0'], queue: 'doomed-leftovers', killGraceSeconds: 2 });
+    const pgid = await groupOf(job.id);
+    child.kill('SIGKILL');
+    await exited(child);
+    await until('the leftover processes to be stopped', async () => !processGroupAlive(pgid), 8000);
+  });
+
   test('killed with kill -9, its jobs return to pending within the lease TTL plus a reaper tick, and their processes are stopped', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed', '--queue', 'doomed']);
     // It ignores SIGTERM, so only the escalation to SIGKILL after its grace stops it.
