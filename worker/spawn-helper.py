@@ -137,8 +137,6 @@ def reap(jid):
     rc = job["proc"].wait()
     code, sig = (rc, None) if rc >= 0 else (None, signal_name(-rc))
     alone = group_empty(job["proc"].pid)
-    for pgid in [g for g in leftovers if group_empty(g)]:
-        del leftovers[pgid]
     if not alone:  # the worker stops these; should it die first, stop_orphans does
         leftovers[job["proc"].pid] = job["stop"]
     send({"t": "exit", "id": jid, "code": code, "signal": sig, "alone": alone})
@@ -156,8 +154,15 @@ def group_empty(pgid):
     return False
 
 
+def forget_empty_leftovers():
+    """Soon after a group empties: later its id may be another session's, not ours to signal."""
+    for pgid in [g for g in leftovers if group_empty(g)]:
+        del leftovers[pgid]
+
+
 def stop_orphans():
     """The worker is gone: stop every group still running, as the worker would have."""
+    forget_empty_leftovers()
     groups = dict(leftovers)
     groups.update({job["proc"].pid: job["stop"] for job in jobs.values() if job["pidfd"] is not None})
     deadlines = {}
@@ -242,7 +247,8 @@ def main():
     send({"t": "ready"})
     while True:
         out.flush()
-        for key, _ in sel.select():
+        forget_empty_leftovers()
+        for key, _ in sel.select(1.0 if leftovers else None):
             kind, jid, stream = key.data
             if kind == "in":
                 try:
