@@ -114,8 +114,8 @@ export class SkipjackClient {
   deregister(workerId: string): Promise<WorkerView> {
     return this.request('DELETE', `/workers/${workerId}`);
   }
-  workerHeartbeat(workerId: string, leases: { jobId: number; leaseToken: string }[]): Promise<WorkerHeartbeatResponse> {
-    return this.request('POST', `/workers/${workerId}/heartbeat`, { leases });
+  workerHeartbeat(workerId: string, leases: { jobId: number; leaseToken: string }[], waitMs = 0, signal?: AbortSignal): Promise<WorkerHeartbeatResponse> {
+    return this.request('POST', `/workers/${workerId}/heartbeat`, { leases, ...(waitMs > 0 ? { waitMs } : {}) }, waitMs, signal);
   }
   claim(workerId: string, max: number, waitMs = 0, signal?: AbortSignal, releases?: ReleaseItem[]): Promise<{ jobs: ClaimedJob[]; releases?: ReleaseResult[] }> {
     return this.request('POST', '/claims', { workerId, max, waitMs, ...(releases?.length ? { releases } : {}) }, waitMs, signal);

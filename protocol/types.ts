@@ -66,6 +66,8 @@ export interface RegisterResponse {
   id: string;
   leaseTtlMs: number;
   heartbeatIntervalMs: number;
+  /** The server holds a heartbeat that asks it to (waitMs) until a cancel or a drain is for this worker. */
+  heartbeatWaits?: boolean;
 }
 
 export interface WorkerHeartbeatResponse {

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 type Listener = (payload: string) => void;
-const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_logs'] as const;
+const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_cancel', 'skipjack_logs'] as const;
 export type Channel = (typeof channels)[number];
 
 export class NotifyHub {

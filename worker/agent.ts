@@ -49,6 +49,10 @@ export class WorkerAgent {
   readonly client: SkipjackClient;
   private id = '';
   private heartbeatMs = 10_000;
+  /** The server holds a heartbeat until it has a cancel or a drain for us, so both arrive at once. */
+  private heartbeatWaits = false;
+  /** Set while the heartbeat loop sleeps because a job is stopping: its end wakes the loop. */
+  private heartbeatNudge: (() => void) | null = null;
   /** Each running job, and its whole run (release included), which the drain waits on. */
   private running = new Map<number, { run: JobRun; done: Promise<void> }>();
   private draining = false;
@@ -116,6 +120,7 @@ export class WorkerAgent {
         });
         this.id = answer.id;
         this.heartbeatMs = answer.heartbeatIntervalMs;
+        this.heartbeatWaits = answer.heartbeatWaits === true;
         this.log = this.opts.log.child({ workerId: this.id });
         this.log.info({ server: this.client.baseUrl, slots: this.slots }, 'worker registered');
         return;
@@ -224,22 +229,49 @@ export class WorkerAgent {
       if (this.running.get(job.id)?.run === run) this.running.delete(job.id);
       this.slotFreed?.();
       this.restartPollForRoom();
+      this.heartbeatNudge?.();
     });
     this.running.set(job.id, { run, done });
   }
 
+  /**
+   * One heartbeat per interval. Where the server holds a heartbeat (heartbeatWaits) and nothing is
+   * being stopped, the heartbeat is the wait: the server answers at the end of the interval, or at
+   * once when a cancel or a drain is for this worker. While a job stops or the worker drains,
+   * heartbeats go at the interval, as with a server that does not hold them.
+   */
   private async heartbeatLoop(): Promise<void> {
     while (!this.stopped) {
-      await sleep(this.heartbeatMs, this.stopHeartbeat.signal);
+      const held = this.heartbeatWaits && this.nothingStopping();
+      if (!held) await this.sleepUntilNudged(this.heartbeatMs);
       if (this.stopped) break;
-      await this.heartbeat();
+      const started = Date.now();
+      await this.heartbeat(held ? this.heartbeatMs : 0);
+      // Answered early with nothing for us (the server stopping, or a failure): keep the interval.
+      const left = this.heartbeatMs - (Date.now() - started);
+      if (held && left > 0 && this.nothingStopping()) await sleep(left, this.stopHeartbeat.signal);
     }
   }
 
-  private async heartbeat(): Promise<void> {
+  /** Once the stopping job has ended, the next heartbeat can be held again. */
+  private async sleepUntilNudged(ms: number): Promise<void> {
+    const nudged = new AbortController();
+    this.heartbeatNudge = () => { if (this.heartbeatWaits && this.nothingStopping()) nudged.abort(); };
+    try {
+      await sleep(ms, AbortSignal.any([this.stopHeartbeat.signal, nudged.signal]));
+    } finally {
+      this.heartbeatNudge = null;
+    }
+  }
+
+  private nothingStopping(): boolean {
+    return !this.draining && ![...this.running.values()].some(({ run }) => run.stopping);
+  }
+
+  private async heartbeat(waitMs: number): Promise<void> {
     const leases = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
     try {
-      const answer = await this.client.workerHeartbeat(this.id, leases);
+      const answer = await this.client.workerHeartbeat(this.id, leases, waitMs, this.stopHeartbeat.signal);
       for (const id of answer.cancel) {
         const run = this.running.get(id)?.run;
         if (run) {
@@ -255,6 +287,7 @@ export class WorkerAgent {
         void this.shutdown();
       }
     } catch (err) {
+      if (this.stopped) return;
       // Running jobs keep running: the lease TTL gives the server time to come back.
       this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running');
     }

@@ -66,6 +66,11 @@ export class JobRun {
     this.stop('cancelled');
   }
 
+  /** A stop (a cancel, or the worker's shutdown) has been asked for. */
+  get stopping(): boolean {
+    return this.stopReason !== null;
+  }
+
   get lease() {
     return { jobId: this.job.id, leaseToken: this.job.leaseToken };
   }

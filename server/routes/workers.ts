@@ -10,7 +10,7 @@ import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../s
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import { allocations, cancelsAndDrain, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
 import { notFound } from '../errors.js';
 
@@ -22,7 +22,7 @@ export function workerRoutes(ctx: AppContext): Router {
     const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'));
     ctx.knownWorkers.invalidate();
     ctx.log.info({ workerId: w.id, name: w.name, region: w.region, slots: w.slots }, 'worker registered');
-    const body: RegisterResponse = { id: w.id, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)) };
+    const body: RegisterResponse = { id: w.id, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)), heartbeatWaits: true };
     res.status(201).json(body);
   });
 
@@ -38,11 +38,20 @@ export function workerRoutes(ctx: AppContext): Router {
 
   r.post('/workers/:id/heartbeat', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
-    const { leases } = parse(workerHeartbeatSchema, req.body, 'body');
-    const answer = await ctx.heartbeats.submit({ workerId: id, leases });
-    if (!answer) throw notFound(`worker ${id}`);
-    for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
-    res.json(answer);
+    const { leases, waitMs } = parse(workerHeartbeatSchema, req.body, 'body');
+    // Listening from the start: a cancel made while the heartbeat waits for its batch counts too.
+    const news = waitMs > 0 ? listenForCancelOrDrain(ctx, id, res) : null;
+    try {
+      const answer = await ctx.heartbeats.submit({ workerId: id, leases });
+      if (!answer) throw notFound(`worker ${id}`);
+      for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
+      const nothingToSay = answer.cancel.length === 0 && !answer.drain;
+      if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs)))) return void res.json(answer);
+      // Woken by a cancel or a drain: say which.
+      res.json({ ...(await cancelsAndDrain(ctx.db, id)), lost: answer.lost });
+    } finally {
+      news?.stop();
+    }
   });
 
   r.post('/workers/:id/drain', async (req, res) => {
@@ -143,6 +152,46 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     ctx.closing.removeEventListener('abort', onClose);
     stopOnDrain();
   }
+}
+
+/**
+ * Listens for a cancel or a drain addressed to this worker (by NOTIFY, from any server). `wait`
+ * resolves true at once if one came already, or when one comes within `ms`; false when the time
+ * runs out, the worker hangs up, or the server stops.
+ */
+function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response) {
+  const stopped = new AbortController();
+  let heard = false;
+  let wake = () => {};
+  const onNews = (payload: string) => {
+    if (payload !== workerId) return;
+    heard = true;
+    wake();
+  };
+  const offCancel = ctx.hub.on('skipjack_cancel', onNews);
+  const offDrain = ctx.hub.on('skipjack_drain', onNews);
+  const stop = () => stopped.abort();
+  res.on('close', stop);
+  ctx.closing.addEventListener('abort', stop);
+  if (ctx.closing.aborted) stop();
+  return {
+    wait(ms: number): Promise<boolean> {
+      if (heard || stopped.signal.aborted) return Promise.resolve(heard);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        const finish = () => { clearTimeout(timer); resolve(heard); };
+        wake = finish;
+        stopped.signal.addEventListener('abort', finish, { once: true });
+      });
+    },
+    stop() {
+      offCancel();
+      offDrain();
+      res.off('close', stop);
+      ctx.closing.removeEventListener('abort', stop);
+      stopped.abort();
+    },
+  };
 }
 
 /**

@@ -119,8 +119,9 @@ export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow
 }
 
 /**
- * A job not yet running is cancelled at once. A running one is flagged; its worker learns on the
- * next heartbeat (a third of the lease TTL at most), kills it and releases it as cancelled.
+ * A job not yet running is cancelled at once. A running one is flagged; its worker learns at once
+ * through its held heartbeat (else at its next, a third of the lease TTL at most), kills it and
+ * releases it as cancelled.
  */
 export async function cancelJob(db: Db, id: number): Promise<JobRow> {
   const row = (await sql<JobRow>`
@@ -132,6 +133,8 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
       worker_id = CASE WHEN state = 'assigned' THEN NULL ELSE worker_id END
     WHERE id = ${id} AND state IN ('pending', 'assigned', 'running')
     RETURNING *`.execute(db)).rows[0];
+  // A worker whose heartbeat waits hears of it now, not at its next heartbeat.
+  if (row?.cancel_requested && row.worker_id) await sql`SELECT pg_notify('skipjack_cancel', ${row.worker_id})`.execute(db);
   if (row) return row;
   const job = await getJob(db, id);
   throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });

@@ -68,6 +68,18 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
   });
 }
 
+/**
+ * For a heartbeat woken while it waited: the worker's running jobs with a cancel requested (those
+ * it claimed after the heartbeat began included), and whether it is to drain.
+ */
+export async function cancelsAndDrain(db: Db, workerId: string): Promise<{ cancel: number[]; drain: boolean }> {
+  const rows = (await sql<{ id: number | null; drain: boolean }>`
+    SELECT j.id, w.state = 'draining' AS drain FROM workers w
+    LEFT JOIN jobs j ON j.worker_id = w.id AND j.state = 'running' AND j.cancel_requested
+    WHERE w.id = ${workerId}`.execute(db)).rows;
+  return { cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])), drain: rows[0]?.drain ?? false };
+}
+
 export async function setWorkerState(db: Db, workerId: string, state: 'draining' | 'gone'): Promise<WorkerRow> {
   const row = await db.updateTable('workers').set({ state }).where('id', '=', workerId).returningAll().executeTakeFirst();
   if (!row) throw notFound(`worker ${workerId}`);

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { JobView } from '../../protocol/types.js';
 import { startServer } from '../../server/main.js';
 import { WorkerAgent, type WorkerOptions } from '../../worker/agent.js';
+import { SkipjackClient } from '../../protocol/client.js';
 import { exited, killGroup, killStartedProcesses, processGroupAlive, spawnWorkerProcess } from '../support/processes.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 import { jobFinished } from '../support/server.js';
@@ -45,6 +46,27 @@ test('cancel kills the whole process group: no background child survives', async
   await t.client.cancel(job.id);
   expect(await finished(job.id)).toMatchObject({ state: 'cancelled', endReason: 'cancelled' });
   expect(processGroupAlive(pgid)).toBe(false);
+});
+
+test('a cancel reaches the worker at once, not at its next heartbeat; so does a drain', async () => {
+  // A lease of 10 minutes: heartbeats 200 s apart. Only a held heartbeat answered early is in time.
+  const slow = await startServer({ ...t.config, port: 0, leaseTtlMs: 600_000 }, quietLog);
+  const w = new WorkerAgent({ serverUrl: slow.url, name: 'held-heartbeat', queues: ['held'], pollWaitMs: 1000, drainTimeoutMs: 5000, log: quietLog });
+  try {
+    await w.start();
+    const client = new SkipjackClient({ baseUrl: slow.url });
+    const job = await client.enqueue({ command: ['sleep', '1000'], queue: 'held', killGraceSeconds: 1 });
+    await until('running', async () => (await client.getJob(job.id)).state === 'running');
+    await new Promise((r) => setTimeout(r, 300)); // the first heartbeat is held by now
+    await client.cancel(job.id);
+    expect(await jobFinished(client, job.id, 5000)).toMatchObject({ state: 'cancelled', endReason: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 300));
+    await client.request('POST', `/workers/${w.workerId}/drain`);
+    await until('the worker to stop', async () => !(await client.workers()).workers.some((x) => x.name === 'held-heartbeat'), 5000);
+  } finally {
+    await w.shutdown();
+    await slow.close();
+  }
 });
 
 test('a timeout escalates from TERM to KILL against a program that ignores TERM', async () => {
