@@ -101,8 +101,8 @@ const leaseSchema = z.strictObject({ jobId: z.number().int().positive(), leaseTo
 
 export const workerHeartbeatSchema = z.strictObject({
   leases: z.array(leaseSchema).max(10_000).default([]),
-  /** Hold the answer up to this long while there is nothing to say (no cancel, no drain). */
-  waitMs: z.number().int().min(0).max(600_000).default(0),
+  /** Hold the answer up to this long while there is nothing to say (no cancel, no drain); the server caps it. */
+  waitMs: z.number().int().min(0).default(0),
 });
 
 

@@ -2,7 +2,7 @@
 // output, heartbeat its leases, release it with its outcome, and drain on request.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { UnreachableError, SkipjackClient } from '../protocol/client.js';
+import { ApiRequestError, UnreachableError, SkipjackClient } from '../protocol/client.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { Backoff, sleep } from './backoff.js';
 import { JobRun } from './job-run.js';
@@ -241,14 +241,17 @@ export class WorkerAgent {
    * heartbeats go at the interval, as with a server that does not hold them.
    */
   private async heartbeatLoop(): Promise<void> {
+    let lastSent = 0;
     while (!this.stopped) {
       const held = this.heartbeatWaits && this.nothingStopping();
-      if (!held) await this.sleepUntilNudged(this.heartbeatMs);
+      // An interval from the last heartbeat sent, not from its answer: a held one is answered an
+      // interval after it extended the leases.
+      if (!held) await this.sleepUntilNudged(lastSent + this.heartbeatMs - Date.now());
       if (this.stopped) break;
-      const started = Date.now();
+      lastSent = Date.now();
       await this.heartbeat(held ? this.heartbeatMs : 0);
       // Answered early with nothing for us (the server stopping, or a failure): keep the interval.
-      const left = this.heartbeatMs - (Date.now() - started);
+      const left = lastSent + this.heartbeatMs - Date.now();
       if (held && left > 0 && this.nothingStopping()) await sleep(left, this.stopHeartbeat.signal);
     }
   }
@@ -271,7 +274,13 @@ export class WorkerAgent {
   private async heartbeat(waitMs: number): Promise<void> {
     const leases = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
     try {
-      const answer = await this.client.workerHeartbeat(this.id, leases, waitMs, this.stopHeartbeat.signal);
+      const answer = await this.client.workerHeartbeat(this.id, leases, waitMs, this.stopHeartbeat.signal).catch((err) => {
+        // A server of an older version (a rolling deploy, a rollback) refuses waitMs: ask as before.
+        if (!(waitMs > 0 && err instanceof ApiRequestError && err.status === 400)) throw err;
+        this.log.warn({ err: err.message }, 'server does not hold heartbeats; heartbeating at the interval');
+        this.heartbeatWaits = false;
+        return this.client.workerHeartbeat(this.id, leases);
+      });
       for (const id of answer.cancel) {
         const run = this.running.get(id)?.run;
         if (run) {

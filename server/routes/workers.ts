@@ -164,7 +164,8 @@ function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response
   let heard = false;
   let wake = () => {};
   const onNews = (payload: string) => {
-    if (payload !== workerId) return;
+    // '' comes after the LISTEN connection was restored: what came meanwhile is unknown.
+    if (payload !== workerId && payload !== '') return;
     heard = true;
     wake();
   };

@@ -124,17 +124,20 @@ export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow
  * releases it as cancelled.
  */
 export async function cancelJob(db: Db, id: number): Promise<JobRow> {
+  // The NOTIFY tells a worker whose heartbeat the server holds, on whichever server, at once.
   const row = (await sql<JobRow>`
-    UPDATE jobs SET
-      state = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE state END,
-      cancel_requested = (state = 'running'),
-      finished_at = CASE WHEN state IN ('pending', 'assigned') THEN now() ELSE finished_at END,
-      end_reason = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE end_reason END,
-      worker_id = CASE WHEN state = 'assigned' THEN NULL ELSE worker_id END
-    WHERE id = ${id} AND state IN ('pending', 'assigned', 'running')
-    RETURNING *`.execute(db)).rows[0];
-  // A worker whose heartbeat waits hears of it now, not at its next heartbeat.
-  if (row?.cancel_requested && row.worker_id) await sql`SELECT pg_notify('skipjack_cancel', ${row.worker_id})`.execute(db);
+    WITH u AS (
+      UPDATE jobs SET
+        state = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE state END,
+        cancel_requested = (state = 'running'),
+        finished_at = CASE WHEN state IN ('pending', 'assigned') THEN now() ELSE finished_at END,
+        end_reason = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE end_reason END,
+        worker_id = CASE WHEN state = 'assigned' THEN NULL ELSE worker_id END
+      WHERE id = ${id} AND state IN ('pending', 'assigned', 'running')
+      RETURNING *
+    )
+    SELECT u.* FROM u LEFT JOIN LATERAL (
+      SELECT pg_notify('skipjack_cancel', u.worker_id::text) WHERE u.cancel_requested) AS told ON true`.execute(db)).rows[0];
   if (row) return row;
   const job = await getJob(db, id);
   throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });

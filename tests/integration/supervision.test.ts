@@ -49,8 +49,9 @@ test('cancel kills the whole process group: no background child survives', async
 });
 
 test('a cancel reaches the worker at once, not at its next heartbeat; so does a drain', async () => {
-  // A lease of 10 minutes: heartbeats 200 s apart. Only a held heartbeat answered early is in time.
-  const slow = await startServer({ ...t.config, port: 0, leaseTtlMs: 600_000 }, quietLog);
+  // A lease of 2 hours: heartbeats 40 minutes apart, each asking to be held longer than the
+  // server holds any. Only a held heartbeat answered early is in time.
+  const slow = await startServer({ ...t.config, port: 0, leaseTtlMs: 7_200_000 }, quietLog);
   const w = new WorkerAgent({ serverUrl: slow.url, name: 'held-heartbeat', queues: ['held'], pollWaitMs: 1000, drainTimeoutMs: 5000, log: quietLog });
   try {
     await w.start();
