@@ -118,7 +118,8 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
   ctx.closing.addEventListener('abort', onClose);
   // A long-poll that arrives once the stop has begun (a worker re-polls at once when answered
   // empty) would see no abort event, and a closed hub wakes at once: it would spin to its deadline.
-  if (ctx.closing.aborted) abort.abort();
+  // Nor would one whose client hung up before we got here.
+  if (ctx.closing.aborted || res.destroyed) abort.abort();
   const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
   try {
     for (;;) {
@@ -174,7 +175,7 @@ function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response
   const stop = () => stopped.abort();
   res.on('close', stop);
   ctx.closing.addEventListener('abort', stop);
-  if (ctx.closing.aborted) stop();
+  if (ctx.closing.aborted || res.destroyed) stop();
   return {
     wait(ms: number): Promise<boolean> {
       if (heard || stopped.signal.aborted) return Promise.resolve(heard);
