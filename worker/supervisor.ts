@@ -124,6 +124,12 @@ function inheritedFrom(parentEnv: NodeJS.ProcessEnv): Record<string, string> {
 let workerInherited: Record<string, string> | undefined;
 const inheritedFromWorker = () => (workerInherited ??= inheritedFrom(process.env));
 
+/** How the job's group is stopped: its signal, then SIGKILL after the grace. */
+const stopSettings = (spec: ProcessSpec) => ({
+  signal: spec.killSignal ?? DEFAULT_KILL_SIGNAL,
+  graceSeconds: spec.killGraceSeconds ?? DEFAULT_KILL_GRACE_SECONDS,
+});
+
 /** `launch` starts the process in a new session (see spawner.ts): in this process by default. */
 export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChunk) => void, launch: Launcher = launchInProcess): SupervisedProcess {
   const startedAt = performance.now();
@@ -131,8 +137,7 @@ export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChun
   if (problem) return failedToStart(problem, startedAt);
   let child: LaunchedProcess;
   try {
-    const stop = { signal: spec.killSignal ?? DEFAULT_KILL_SIGNAL, graceSeconds: spec.killGraceSeconds ?? DEFAULT_KILL_GRACE_SECONDS };
-    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env), stop });
+    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env), stop: stopSettings(spec) });
   } catch (err) {
     return failedToStart(errorMessage(err), startedAt); // e.g. a NUL byte in an argument
   }
@@ -172,8 +177,9 @@ class Supervision implements SupervisedProcess {
     private readonly startedAt: number,
   ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
-    this.killSignal = spec.killSignal ?? DEFAULT_KILL_SIGNAL;
-    this.graceMs = (spec.killGraceSeconds ?? DEFAULT_KILL_GRACE_SECONDS) * 1000;
+    const stop = stopSettings(spec);
+    this.killSignal = stop.signal;
+    this.graceMs = stop.graceSeconds * 1000;
     this.output = new OutputSequencer(spec.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES, (c) => this.emit(c));
     // In this process the pid is known at once; through the spawn helper, with 'spawn'. A failed
     // spawn (ENOENT, EACCES...) is an 'error' event before any pid.

@@ -111,15 +111,7 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
 async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
-  const abort = new AbortController();
-  // The response's close, not the request's: a request closes once its body has been read.
-  const onClose = () => abort.abort();
-  res.on('close', onClose);
-  ctx.closing.addEventListener('abort', onClose);
-  // A long-poll that arrives once the stop has begun (a worker re-polls at once when answered
-  // empty) would see no abort event, and a closed hub wakes at once: it would spin to its deadline.
-  // Nor would one whose client hung up before we got here.
-  if (ctx.closing.aborted || res.destroyed) abort.abort();
+  const { abort, dispose } = abortOnHangUpOrStop(ctx, res);
   const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
   try {
     for (;;) {
@@ -149,10 +141,31 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
       }
     }
   } finally {
-    res.off('close', onClose);
-    ctx.closing.removeEventListener('abort', onClose);
+    dispose();
     stopOnDrain();
   }
+}
+
+/**
+ * Aborted when the client hangs up or the server begins to stop, also when either happened
+ * before this was called: a long-poll that arrives once the stop has begun (a worker asks again
+ * at once when answered empty) sees no abort event, and a closed hub wakes it at once, so it
+ * would spin to its deadline.
+ */
+function abortOnHangUpOrStop(ctx: AppContext, res: Response): { abort: AbortController; dispose(): void } {
+  const abort = new AbortController();
+  // The response's close, not the request's: a request closes once its body has been read.
+  const onEnd = () => abort.abort();
+  res.on('close', onEnd);
+  ctx.closing.addEventListener('abort', onEnd);
+  if (ctx.closing.aborted || res.destroyed) abort.abort();
+  return {
+    abort,
+    dispose() {
+      res.off('close', onEnd);
+      ctx.closing.removeEventListener('abort', onEnd);
+    },
+  };
 }
 
 /**
@@ -161,7 +174,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
  * runs out, the worker hangs up, or the server stops.
  */
 function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response) {
-  const stopped = new AbortController();
+  const { abort: stopped, dispose } = abortOnHangUpOrStop(ctx, res);
   let heard = false;
   let wake = () => {};
   const onNews = (payload: string) => {
@@ -172,10 +185,6 @@ function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response
   };
   const offCancel = ctx.hub.on('skipjack_cancel', onNews);
   const offDrain = ctx.hub.on('skipjack_drain', onNews);
-  const stop = () => stopped.abort();
-  res.on('close', stop);
-  ctx.closing.addEventListener('abort', stop);
-  if (ctx.closing.aborted || res.destroyed) stop();
   return {
     wait(ms: number): Promise<boolean> {
       if (heard || stopped.signal.aborted) return Promise.resolve(heard);
@@ -189,8 +198,7 @@ function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response
     stop() {
       offCancel();
       offDrain();
-      res.off('close', stop);
-      ctx.closing.removeEventListener('abort', stop);
+      dispose();
       stopped.abort();
     },
   };
