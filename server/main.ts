@@ -7,7 +7,7 @@ import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
 import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { NotifyHub } from './notify.js';
 import { failMissedDeadlines, returnStaleAssignments, scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
@@ -23,6 +23,8 @@ import { startDueWakeups } from './loops/due-wakeups.js';
 export interface RunningServer {
   url: string;
   port: number;
+  /** The counters /metrics serves, for a process that embeds the server. */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   return {
     url,
     port,
+    metrics,
     async close() {
       closing.abort();
       heartbeats.flush();

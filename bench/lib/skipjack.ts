@@ -117,21 +117,28 @@ export async function insertBacklog(pool: pg.Pool, n: number, command: string[])
   await pool.query(`INSERT INTO jobs (command) SELECT $1::text[] FROM generate_series(1, $2::int)`, [command, n]);
 }
 
-/** Polls the database until `total` jobs are terminal, drawing progress. */
-export async function waitTerminal(pool: pg.Pool, total: number, label: string, timeoutMs = 600_000): Promise<void> {
+/**
+ * Waits until `total` jobs are terminal, drawing progress. Progress comes from the server's own
+ * count of releases, in memory, as the peers' progress does: counting the table every 100 ms
+ * scanned 20,000 rows each time, 4 ms of the database's CPU (2% of this machine) that the drain
+ * being measured did not otherwise need. The table is counted once the releases add up, to confirm.
+ */
+export async function waitTerminal(sj: Skipjack, total: number, label: string, timeoutMs = 600_000): Promise<void> {
   const progress = new Progress(label, total);
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled')`);
-    progress.update(rows[0].n);
-    if (rows[0].n >= total) break;
-    if (Date.now() > deadline) {
-      progress.done();
-      throw new Error(`${label}: only ${rows[0].n}/${total} jobs finished within ${timeoutMs} ms`);
+  const released = async () => (await sj.server.metrics.released.get()).values.reduce((n, v) => n + v.value, 0);
+  const terminal = async () => (await sj.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled')`)).rows[0].n as number;
+  try {
+    for (;;) {
+      const n = Math.min(await released(), total);
+      progress.update(n);
+      if (n >= total && (await terminal()) >= total) return;
+      if (Date.now() > deadline) throw new Error(`${label}: only ${await terminal()}/${total} jobs finished within ${timeoutMs} ms`);
+      await sleep(n >= total ? 100 : 20);
     }
-    await sleep(100);
+  } finally {
+    progress.done();
   }
-  progress.done();
 }
 
 /** First claim to last release, from the database: jobs/s over that span. */

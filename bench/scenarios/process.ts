@@ -21,7 +21,7 @@ async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
     return await profiled(ctx.profileDir, 'process', async () => {
       const workers = await startWorkers(sj.server.url, 1, slots, { kind: 'cli', nodeArgs: childProfileArgs(ctx.profileDir, 'worker-process') });
       try {
-        await waitTerminal(sj.pool, n, `skipjack: ${slots} slots`);
+        await waitTerminal(sj, n, `skipjack: ${slots} slots`);
       } finally {
         await workers.stop();
       }

@@ -23,7 +23,7 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
       const workers = await startWorkers(sj.server.url, c.processes, c.slots, { nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`) });
       try {
         await insertBacklog(sj.pool, n, ['true']);
-        await waitTerminal(sj.pool, n, `skipjack ${label}: drain`);
+        await waitTerminal(sj, n, `skipjack ${label}: drain`);
       } finally {
         await workers.stop();
       }
