@@ -75,8 +75,31 @@ export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: stri
       WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED))
     SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`.compile(db);
   const rows = opts.prepared ? await opts.prepared.rows(statement) : (await db.executeQuery(statement)).rows;
-  const inserted = rows.filter((r) => r.id !== null).map(({ handed: _, ...job }) => job as JobRow);
-  return { inserted, claimed: rows[0]?.handed ?? [] };
+  const claimed: ClaimRow[] = rows[0]?.handed ?? [];
+  const byId = new Map(claimed.map((c) => [c.id, c]));
+  const inserted = rows.filter((r) => r.id !== null).map(({ handed: _, ...row }) => {
+    const claim = byId.get(row.id);
+    return claim ? asClaimedBy(row as JobRow, workerId, claim, opts.leaseTtlMs) : (row as JobRow);
+  });
+  return { inserted, claimed };
+}
+
+/**
+ * A new row as the claim in its own statement left it (the insert's RETURNING shows it before):
+ * what skipjack_claim sets. now() is the transaction's, so the claim started it at created_at.
+ */
+function asClaimedBy(row: JobRow, workerId: string, claim: ClaimRow, leaseTtlMs: number): JobRow {
+  return {
+    ...row,
+    state: 'running',
+    worker_id: workerId,
+    lease_token: claim.lease_token,
+    lease_expires_at: new Date(row.created_at.getTime() + leaseTtlMs),
+    attempts: row.attempts + 1,
+    runs: claim.runs,
+    started_at: row.created_at,
+    placement_deadline_at: null,
+  };
 }
 
 /** Priority first, then due time, then age: the order of the pending index. */

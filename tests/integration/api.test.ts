@@ -195,7 +195,9 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(started_at.getTime()).toBe(created_at.getTime());
     expect(await handedOff()).toBe(before + 1);
     expect(await sleepingLongPolls(t.server.url)).toBe(asleep);
-    expect((await t.client.getJob(job.id)).state).toBe('running');
+    // The enqueue answers with the job as its commit left it: running, on that worker.
+    expect(job).toMatchObject({ state: 'running', workerId: w.id, attempts: 1 });
+    expect(job).toEqual(await t.client.getJob(job.id));
   });
 
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
@@ -219,6 +221,7 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     const { jobs } = await claim;
     expect(jobs.map((j) => j.id)).toEqual([batch[1].id, batch[2].id]);
     expect((await t.client.getJob(batch[0].id)).state).toBe('pending');
+    expect(batch.map((j) => j.state)).toEqual(['pending', 'running', 'running']);
   });
 
   test('an idempotent repeat hands over the existing job if it is still pending', async () => {
