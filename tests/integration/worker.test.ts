@@ -1,4 +1,7 @@
 // The worker agent end to end: real server, real Postgres, real child processes.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { WorkerAgent } from '../../worker/agent.js';
 import { startServer } from '../../server/main.js';
 import { startTestServer, until, quietLog, type TestServer } from '../support/server.js';
@@ -136,4 +139,41 @@ test('short jobs ending one after another are released together by the next clai
   await until('last outcomes carried', async () => claims.reduce((n, c) => n + c.carried, 0) === 8);
   expect(claims).toEqual([{ max: 4, carried: 4 }, { max: 4, carried: 4 }]);
   expect(releaseRequests).toBe(0);
+});
+
+test('a worker whose heartbeat meets an older server (one that refuses waitMs) heartbeats at the interval and keeps its leases', async () => {
+  // An older server in front of the real one, as in a rolling deploy: it refuses the field it does
+  // not know, as a strict schema does, and passes everything else through.
+  const seen = { refused: 0, plain: 0 };
+  const older = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    if (/^\/workers\/[^/]+\/heartbeat$/.test(req.url ?? '')) {
+      if ('waitMs' in JSON.parse(body.toString() || '{}')) {
+        seen.refused++;
+        res.writeHead(400, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ error: 'invalid_request', message: 'body: Unrecognized key: "waitMs"', field: 'body' }));
+      }
+      seen.plain++;
+    }
+    const answer = await fetch(t.server.url + req.url, { method: req.method, headers: { 'content-type': 'application/json' }, body: chunks.length ? body : undefined });
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  older.listen(0, '127.0.0.1');
+  await once(older, 'listening');
+  try {
+    await startWorker('older', `http://127.0.0.1:${(older.address() as AddressInfo).port}`);
+    // Longer than the lease TTL (3 s): it ends well only if heartbeats extend the lease.
+    const job = await t.client.enqueue({ command: ['sleep', '4'], queue: 'older', maxAttempts: 1 });
+    const done = await finished(job.id, 20_000);
+    expect(done).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect(seen.refused).toBe(1);
+    expect(seen.plain).toBeGreaterThanOrEqual(2);
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+    older.closeAllConnections();
+    older.close();
+  }
 });
