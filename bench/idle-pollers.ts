@@ -1,8 +1,10 @@
 // Idle long-polling workers without the agent's weight: each registers, then loops POST /claims
-// {waitMs: 30000} and heartbeats every heartbeatIntervalMs, like the agent does when idle.
+// {waitMs: 30000} and heartbeats every heartbeatIntervalMs, each heartbeat held by the server for
+// that interval where it offers it (heartbeatWaits), like the agent does when idle.
 //   node --import tsx bench/idle-pollers.ts --server URL --count N
 // Prints "ready N" once all are registered. Runs until SIGTERM.
 import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SkipjackClient } from '../protocol/client.js';
 
 function arg(name: string): string | undefined {
@@ -22,10 +24,7 @@ let errors = 0;
 async function poller(i: number, ready: () => void): Promise<void> {
   const w = await client.register({ name: `idle-${i}`, region: 'mad', capacity: { slots: 4 } });
   ready();
-  const hb = setInterval(() => {
-    heartbeats++;
-    client.workerHeartbeat(w.id, []).catch(() => errors++);
-  }, w.heartbeatIntervalMs);
+  const hb = heartbeatLoop(w.id, w.heartbeatIntervalMs, w.heartbeatWaits === true);
   try {
     while (!stop.signal.aborted) {
       try {
@@ -38,7 +37,18 @@ async function poller(i: number, ready: () => void): Promise<void> {
       }
     }
   } finally {
-    clearInterval(hb);
+    await hb;
+  }
+}
+
+/** As the agent heartbeats with no job running: held by the server for the interval where it offers that. */
+async function heartbeatLoop(id: string, intervalMs: number, held: boolean): Promise<void> {
+  while (!stop.signal.aborted) {
+    const sent = Date.now();
+    heartbeats++;
+    await client.workerHeartbeat(id, [], held ? intervalMs : 0, stop.signal).catch(() => { if (!stop.signal.aborted) errors++; });
+    const left = sent + intervalMs - Date.now();
+    if (left > 0) await sleep(left, undefined, { signal: stop.signal }).catch(() => {});
   }
 }
 
