@@ -1,6 +1,7 @@
 // graphile-worker 0.18 as a peer: runs in this process with in-memory noop tasks.
 import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
 import pg from 'pg';
+import type { CpuMeter } from '../lib/cpu.js';
 import { Progress } from '../lib/progress.js';
 import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 
@@ -54,9 +55,10 @@ export interface DrainResult {
 }
 
 /** n queued noop jobs, then a runner drains them: first task start to the last job gone from the table. */
-export async function graphileDrain(connectionString: string, n: number, v: GraphileVariant): Promise<DrainResult> {
+export async function graphileDrain(connectionString: string, n: number, v: GraphileVariant, cpu?: CpuMeter): Promise<DrainResult> {
   const own = ownPool(connectionString);
   const wu = await utils(own);
+  await cpu?.begin(own);
   const add = new Progress(`graphile: enqueue`, n);
   for (let done = 0; done < n; ) {
     const size = Math.min(2000, n - done);
@@ -87,6 +89,7 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
       await sleep(2);
     }
     end = wallMs();
+    cpu?.end();
     progress.update(n);
   } finally {
     progress.done();

@@ -1,6 +1,7 @@
 // pg-boss 12 as a peer: runs in this process with noop handlers.
 import { PgBoss } from 'pg-boss';
 import pg from 'pg';
+import type { CpuMeter } from '../lib/cpu.js';
 import { Progress } from '../lib/progress.js';
 import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 import type { DrainResult } from './graphile.js';
@@ -37,35 +38,43 @@ async function startBoss(connectionString: string, v: PgBossVariant, queue: stri
 }
 
 /** n queued noop jobs, then workers drain them: min(started_on) to max(completed_on) in pg-boss's table. */
-export async function pgbossDrain(connectionString: string, n: number, v: PgBossVariant): Promise<DrainResult> {
+export async function pgbossDrain(connectionString: string, n: number, v: PgBossVariant, cpu?: CpuMeter): Promise<DrainResult> {
   const boss = await startBoss(connectionString, v, 'noop');
-  const add = new Progress('pg-boss: enqueue', n);
-  for (let done = 0; done < n; ) {
-    const size = Math.min(2000, n - done);
-    await boss.insert('noop', Array.from({ length: size }, () => ({ data: {} })));
-    done += size;
-    add.update(done);
-  }
-  add.done();
   const pool = new pg.Pool({ connectionString, max: 1 });
-  const progress = new Progress('pg-boss: drain', n);
-  let handled = 0;
+  let progress: Progress | null = null;
   try {
+    await cpu?.begin(pool);
+    const add = new Progress('pg-boss: enqueue', n);
+    for (let done = 0; done < n; ) {
+      const size = Math.min(2000, n - done);
+      await boss.insert('noop', Array.from({ length: size }, () => ({ data: {} })));
+      done += size;
+      add.update(done);
+    }
+    add.done();
+    progress = new Progress('pg-boss: drain', n);
+    let handled = 0;
     await boss.work('noop', v.work, async (jobs) => {
       handled += jobs.length;
     });
+    // Progress from the handler's count, in memory, as for the others; then the table, to the last completion.
+    while (handled < n) {
+      progress.update(handled);
+      await sleep(20);
+    }
     for (;;) {
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'noop' AND state = 'completed'`);
-      progress.update(rows[0].n);
       if (rows[0].n >= n) break;
-      await sleep(handled >= n ? 5 : 100);
+      await sleep(5);
     }
+    progress.update(n);
+    cpu?.end();
     progress.done();
     const { rows } = await pool.query(`SELECT extract(epoch FROM max(completed_on) - min(started_on))::float8 AS s FROM pgboss.job WHERE name = 'noop'`);
     const seconds = rows[0].s as number;
     return { variant: v.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
   } finally {
-    progress.done();
+    progress?.done();
     await boss.stop({ graceful: true, timeout: 5000 });
     await pool.end();
   }

@@ -5,6 +5,7 @@ import { pgbossDrain, pgbossThroughput } from '../peers/pgboss.js';
 import { createBenchDatabase, withBenchDatabase } from '../lib/postgres.js';
 import { childProfileArgs, profiled } from '../lib/profile.js';
 import { note } from '../lib/progress.js';
+import { CpuMeter, perJob } from '../lib/cpu.js';
 import { ratio, table } from '../lib/results.js';
 import { drainSpan, insertBacklog, startSkipjack, startWorkers, waitTerminal } from '../lib/skipjack.js';
 import type { ScenarioContext, ScenarioOutput } from './context.js';
@@ -21,13 +22,16 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
   try {
     return await profiled(ctx.profileDir, `throughput-${label}`, async () => {
       const workers = await startWorkers(sj.server.url, c.processes, c.slots, { nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`) });
+      const cpu = new CpuMeter();
       try {
+        await cpu.begin(sj.pool, workers.procs.map((p) => p.pid!));
         await insertBacklog(sj.pool, n, ['true']);
         await waitTerminal(sj, n, `skipjack ${label}: drain`);
+        cpu.end();
       } finally {
         await workers.stop();
       }
-      return { config: `${c.processes} process${c.processes > 1 ? 'es' : ''} x ${c.slots} slots`, ...(await drainSpan(sj.pool)) };
+      return { config: `${c.processes} process${c.processes > 1 ? 'es' : ''} x ${c.slots} slots`, ...(await drainSpan(sj.pool)), cpuUsPerJob: perJob(cpu.use, n) };
     });
   } finally {
     await sj.close();
@@ -41,12 +45,18 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
     ? [{ processes: 1, slots: 500 }, { processes: 2, slots: 500 }]
     : [{ processes: 1, slots: 500 }, { processes: 2, slots: 250 }, { processes: 2, slots: 500 }];
   const sjRuns: Awaited<ReturnType<typeof skipjackDrain>>[] = [];
-  const peerRuns: Record<string, DrainResult[]> = { 'graphile-worker': [], 'pg-boss': [] };
+  type PeerRun = DrainResult & { cpuUsPerJob: ReturnType<typeof perJob> };
+  const peerRuns: Record<string, PeerRun[]> = { 'graphile-worker': [], 'pg-boss': [] };
+  const measured = async (drain: (cpu: CpuMeter) => Promise<DrainResult>): Promise<PeerRun> => {
+    const cpu = new CpuMeter();
+    const r = await drain(cpu);
+    return { ...r, cpuUsPerJob: perJob(cpu.use, n) };
+  };
   // Alternate: a Skipjack config, then a peer variant, and so on, each on a fresh database.
-  const peerSteps: [string, () => Promise<DrainResult>][] = [
-    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_default', (url) => graphileDrain(url, n, graphileDefault))],
-    ['pg-boss', () => withBenchDatabase(ctx.pg, 'pgboss', (url) => pgbossDrain(url, n, pgbossThroughput))],
-    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_batched', (url) => graphileDrain(url, n, graphileBatched))],
+  const peerSteps: [string, () => Promise<PeerRun>][] = [
+    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_default', (url) => measured((cpu) => graphileDrain(url, n, graphileDefault, cpu)))],
+    ['pg-boss', () => withBenchDatabase(ctx.pg, 'pgboss', (url) => measured((cpu) => pgbossDrain(url, n, pgbossThroughput, cpu)))],
+    ['graphile-worker', () => withBenchDatabase(ctx.pg, 'gw_batched', (url) => measured((cpu) => graphileDrain(url, n, graphileBatched, cpu)))],
   ];
   const rounds = Math.max(configs.length, peerSteps.length);
   for (let i = 0; i < rounds; i++) {
@@ -71,9 +81,11 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
     peers[peer] = { jobsPerSec: b.jobsPerSec, seconds: b.seconds, best: b.variant, runs };
     ratios[`jobsPerSec vs ${peer}`] = ratio(sjBest.jobsPerSec, b.jobsPerSec);
   }
-  const rows: (string | number)[][] = [['system / config', 'jobs', 'seconds', 'jobs/s']];
-  for (const r of sjRuns) rows.push([`skipjack ${r.config}`, r.jobs, r.seconds, r.jobsPerSec]);
-  for (const [peer, runs] of Object.entries(peerRuns)) for (const r of runs) rows.push([`${peer} ${r.variant}`, r.jobs, r.seconds, r.jobsPerSec]);
+  const rows: (string | number)[][] = [['system / config', 'jobs', 'seconds', 'jobs/s', 'CPU us/job: postgres', 'bench process', 'workers', 'all']];
+  // Whole microseconds: the table would print 50 as 50.0.
+  const cpuCells = (c: ReturnType<typeof perJob>) => [c?.postgres, c?.bench, c?.workers, c?.total].map((v) => (v === null || v === undefined ? '-' : String(v)));
+  for (const r of sjRuns) rows.push([`skipjack ${r.config}`, r.jobs, r.seconds, r.jobsPerSec, ...cpuCells(r.cpuUsPerJob)]);
+  for (const [peer, runs] of Object.entries(peerRuns)) for (const r of runs) rows.push([`${peer} ${r.variant}`, r.jobs, r.seconds, r.jobsPerSec, ...cpuCells(r.cpuUsPerJob)]);
   return {
     skipjack: { jobsPerSec: sjBest.jobsPerSec, seconds: sjBest.seconds, best: sjBest.config, runs: sjRuns },
     peers,
@@ -81,6 +93,7 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
     notes: [
       `${n} noop jobs queued before the clock starts. Skipjack: min(started_at) to max(finished_at) in the jobs table, workers are separate processes over HTTP (executor 'noop'), started and idle before the backlog is stored in one statement, so that no worker's start-up falls inside the drain.`,
       'graphile-worker: first task start to its last row leaving _private_jobs; pg-boss: min(started_on) to max(completed_on). Both run in the bench process.',
+      'CPU us/job: CPU time from the enqueue to the last job done, over the jobs, from /proc: PostgreSQL (when on this machine), the bench process (the Skipjack server, or the peer), the worker processes. With every core busy, jobs/s follow it.',
     ],
     table: table(rows),
   };
