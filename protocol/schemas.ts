@@ -147,14 +147,17 @@ export type RestartReport = z.input<typeof restartSchema>;
 const releaseItemSchema = releaseSchema.extend({ jobId: z.number().int().positive() });
 export type ReleaseItem = z.input<typeof releaseItemSchema>;
 
+/** The most jobs one request claims, and the most outcomes one request releases. */
+export const MAX_BATCH = 1000;
+
 export const releaseBatchSchema = z.strictObject({
-  releases: z.array(releaseItemSchema).min(1).max(1000),
+  releases: z.array(releaseItemSchema).min(1).max(MAX_BATCH),
 });
 
 export const claimSchema = z.strictObject({
   workerId: z.uuid(),
-  max: z.number().int().min(1).max(1000).default(1),
+  max: z.number().int().min(1).max(MAX_BATCH).default(1),
   waitMs: z.number().int().min(0).max(120_000).default(0),
   /** Outcomes of finished jobs, released before the claim so their room counts: one round trip for both. */
-  releases: z.array(releaseItemSchema).max(1000).optional(),
+  releases: z.array(releaseItemSchema).max(MAX_BATCH).optional(),
 });

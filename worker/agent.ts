@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { ApiRequestError, UnreachableError, SkipjackClient } from '../protocol/client.js';
+import { MAX_BATCH } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { Backoff, sleep } from './backoff.js';
 import { JobRun } from './job-run.js';
@@ -142,7 +143,8 @@ export class WorkerAgent {
       await this.gatherRoom();
       if (this.draining) break; // outcomes gathered meanwhile go out through the release batcher
       const carried = this.releases.takeForClaim();
-      const free = this.slots - this.running.size + carried.items.length;
+      // A request claims at most MAX_BATCH, however many slots are free.
+      const free = Math.min(this.slots - this.running.size + carried.items.length, MAX_BATCH);
       if (free <= 0) {
         carried.giveBack();
         await new Promise<void>((r) => (this.slotFreed = r));

@@ -4,7 +4,7 @@
 // the server. Outcomes are known only here, so through a server outage they are retried until
 // the server answers.
 import { ApiRequestError, type ReleaseResult, type SkipjackClient } from '../protocol/client.js';
-import type { Release, ReleaseItem } from '../protocol/schemas.js';
+import { MAX_BATCH, type Release, type ReleaseItem } from '../protocol/schemas.js';
 import { Backoff, sleep } from './backoff.js';
 
 interface Pending {
@@ -22,8 +22,6 @@ export interface CarriedReleases {
   settle(results: ReleaseResult[] | undefined): void;
   giveBack(): void;
 }
-
-const MAX_BATCH = 500;
 
 export class ReleaseBatcher {
   private queue: Pending[] = [];
