@@ -88,7 +88,7 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
           'transactions/s with pollers over server alone': baseline.transactionsPerSec > 0 ? round(loaded.transactionsPerSec / baseline.transactionsPerSec, 2) : null,
         },
         notes: [
-          `${count} raw long-poll loops (register; POST /claims waitMs 30000 in a loop; POST /workers/:id/heartbeat every heartbeatIntervalMs) in a child process.`,
+          `${count} raw long-poll loops (register; POST /claims waitMs 30000 in a loop; POST /workers/:id/heartbeat every heartbeatIntervalMs, held by the server for that interval as the agent asks) in a child process.`,
           'transactions: xact_commit + xact_rollback of the bench database in pg_stat_database (PostgreSQL flushes these lazily, up to ~10 s late for idle sessions). statements: counted client-side in the server process (BEGIN/COMMIT included). pg_stat_statements is not used.',
           'server CPU: process.cpuUsage() of the bench process hosting the server, as % of one core.',
         ],

@@ -187,6 +187,8 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     const { answer: claim } = await claimAsleep(w.id, 4);
     const job = await t.client.enqueue({ command: ['true'], queue: 'handoff' });
     const { jobs } = await claim;
+    // Read at once: the lease here is 1 s, and the reaper would put the job back after it.
+    const read = await t.client.getJob(job.id);
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
     expect(jobs[0]).toMatchObject({ command: ['true'], env: {}, secretEnv: [], attempt: 1, leaseToken: expect.any(String) });
     expect(Object.keys(jobs[0])).not.toContain('ordinality');
@@ -197,7 +199,7 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(await sleepingLongPolls(t.server.url)).toBe(asleep);
     // The enqueue answers with the job as its commit left it: running, on that worker.
     expect(job).toMatchObject({ state: 'running', workerId: w.id, attempts: 1 });
-    expect(job).toEqual(await t.client.getJob(job.id));
+    expect(job).toEqual(read);
   });
 
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
@@ -348,9 +350,10 @@ test('heartbeats from many workers at once each get their own answer', async () 
 test('a heartbeat extends leases in place (HOT updates), not by writing index entries', async () => {
   const w = await t.client.register({ name: 'hot', queues: ['hot'], capacity: { slots: 50 } });
   await t.client.enqueueBatch(Array.from({ length: 50 }, () => ({ command: ['true'], queue: 'hot' })));
-  const { jobs } = await t.client.claim(w.id, 50);
+  // Claimed with a lease of a minute, not this server's 1 s: the reaper must not take them meanwhile.
+  const { rows: jobs } = await sql<{ id: number; lease_token: string }>`SELECT id, lease_token FROM skipjack_claim(${w.id}, 50, 60000)`.execute(t.tdb.db);
   expect(jobs).toHaveLength(50);
-  const leases = jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken }));
+  const leases = jobs.map((j) => ({ jobId: Number(j.id), leaseToken: j.lease_token }));
   // One heartbeat per transaction, as the server sends them. The counters are this connection's
   // not yet reported to the statistics: read them before and after.
   const counters = async (trx: typeof t.tdb.db) => (await sql<{ upd: number; hot: number }>`

@@ -157,9 +157,18 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
       }
       seen.plain++;
     }
-    const answer = await fetch(t.server.url + req.url, { method: req.method, headers: { 'content-type': 'application/json' }, body: chunks.length ? body : undefined });
-    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-    res.end(Buffer.from(await answer.arrayBuffer()));
+    // A worker that gives up on a long-poll hangs up on us: hang up on the server too, or it would
+    // hand a job to a claim nobody reads.
+    const hungUp = new AbortController();
+    res.on('close', () => hungUp.abort());
+    try {
+      const answer = await fetch(t.server.url + req.url, { method: req.method, headers: { 'content-type': 'application/json' }, body: chunks.length ? body : undefined, signal: hungUp.signal });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    } catch {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    }
   });
   older.listen(0, '127.0.0.1');
   await once(older, 'listening');
@@ -174,6 +183,12 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
   } finally {
     await Promise.all(workers.splice(0).map((w) => w.shutdown()));
     older.closeAllConnections();
-    older.close();
+    await new Promise((resolve) => older.close(resolve));
   }
+});
+
+test('a worker with more free slots than one request may claim asks for the most a request takes, and runs its jobs', async () => {
+  await startWorker('wide', t.server.url, { capacity: { slots: 1500 } });
+  const { jobs } = await t.client.enqueueBatch(Array.from({ length: 3 }, () => ({ command: ['true'], queue: 'wide' })));
+  for (const job of jobs) expect(await finished(job.id)).toMatchObject({ state: 'succeeded' });
 });
