@@ -359,22 +359,25 @@ test('a heartbeat extends leases in place (HOT updates), not by writing index en
   const counters = async (trx: typeof t.tdb.db) => (await sql<{ upd: number; hot: number }>`
     SELECT pg_stat_get_xact_tuples_updated('jobs'::regclass)::int AS upd,
            pg_stat_get_xact_tuples_hot_updated('jobs'::regclass)::int AS hot`.execute(trx)).rows[0];
-  const rounds: { updated: number; hot: number }[] = [];
-  for (let round = 0; round < 10; round++) {
-    await t.tdb.db.transaction().execute(async (trx) => {
-      const before = await counters(trx);
-      const [answer] = await workerHeartbeats(trx, [{ workerId: w.id, leases }], 60_000);
-      expect(answer?.lost).toEqual([]);
-      const after = await counters(trx);
-      rounds.push({ updated: after.upd - before.upd, hot: after.hot - before.hot });
-    });
+  const heartbeat = () => t.tdb.db.transaction().execute(async (trx) => {
+    const before = await counters(trx);
+    const [answer] = await workerHeartbeats(trx, [{ workerId: w.id, leases }], 60_000);
+    expect(answer?.lost).toEqual([]);
+    const after = await counters(trx);
+    return { updated: after.upd - before.upd, hot: after.hot - before.hot };
+  });
+  // An update is in place only where its page has room. The claim's new row versions took the
+  // room fillfactor left, so the first heartbeats wait for PostgreSQL to prune the old versions,
+  // which any older snapshot in the database (an autovacuum's ANALYZE, say) puts off. Until then
+  // a heartbeat is not in place; once pruned, nearly every one is. With lease_expires_at indexed
+  // (before migration 005) none ever is.
+  let last = { updated: 0, hot: 0 };
+  for (let round = 0; round < 60 && last.hot < 40; round++) {
+    if (round > 0) await new Promise((r) => setTimeout(r, 50));
+    last = await heartbeat();
+    expect(last.updated).toBe(50);
   }
-  expect(rounds.map((r) => r.updated)).toEqual(Array(10).fill(50));
-  // With lease_expires_at indexed none was (before migration 005). The first heartbeats after the
-  // claim find pages short of room until the claim's old row versions are pruned; after them,
-  // most are in place (seen: 234-250 of the last 250).
-  const steady = rounds.slice(5).reduce((n, r) => n + r.hot, 0);
-  expect(steady).toBeGreaterThan(175);
+  expect(last.hot).toBeGreaterThanOrEqual(40);
 });
 
 test('secret env values are masked in every answer but the claim', async () => {
