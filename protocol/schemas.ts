@@ -1,11 +1,18 @@
 // The wire API's request shapes. Server, worker and CLI share these so they cannot drift.
+import { constants } from 'node:os';
 import { z } from 'zod';
 
 // PostgreSQL text cannot hold a NUL byte; refusing it here keeps it a 400, not a 500.
 const text = () => z.string().regex(/^[^\u0000]*$/, 'must not contain a NUL byte');
 const name = text().min(1).max(200);
 const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
-const signalName = z.string().regex(/^SIG[A-Z0-9]+$/, 'must be a signal name such as SIGTERM');
+const signalName = z.string().refine((s) => s.startsWith('SIG') && s in constants.signals, 'must be a signal name such as SIGTERM');
+/** A signal a process ended by, as a worker reports it. */
+const reportedSignal = text().max(20);
+// Stored as real: a positive value below its smallest normal (about 1e-38) fails in PostgreSQL.
+const seconds = (max: number) => z.number().max(max).refine((v) => v === 0 || v >= 0.001, 'must be 0 or at least 0.001');
+const positiveSeconds = (max: number) => z.number().min(0.001).max(max);
+const queueName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -');
 const labelValue = z.union([text().min(1).max(200), z.array(text().min(1).max(200)).min(1).max(50)]);
 
 export const resourcesSchema = z.strictObject({
@@ -38,14 +45,14 @@ export const enqueueJobSchema = z.strictObject({
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000)).optional(),
   secretEnv: z.array(text().max(200)).max(1000).optional(),
   cwd: text().min(1).max(4096).optional(),
-  queue: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -').default('default'),
+  queue: queueName.default('default'),
   priority: z.number().int().min(-1000).max(1000).default(0),
   runAt: z.iso.datetime({ offset: true }).refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999').optional(),
   maxAttempts: z.number().int().min(1).max(100).default(3),
-  retryBackoffSeconds: z.number().min(0).max(3600).default(2),
-  timeoutSeconds: z.number().positive().max(7 * 86_400).optional(),
+  retryBackoffSeconds: seconds(3600).default(2),
+  timeoutSeconds: positiveSeconds(7 * 86_400).optional(),
   killSignal: signalName.optional(),
-  killGraceSeconds: z.number().min(0).max(3600).optional(),
+  killGraceSeconds: seconds(3600).optional(),
   outputCapBytes: z.number().int().min(1024).max(1024 ** 3).optional(),
   idempotencyKey: text().min(1).max(200).optional(),
   constraints: constraintsSchema.optional(),
@@ -58,7 +65,15 @@ export type EnqueueJob = z.input<typeof enqueueJobSchema>;
 export type EnqueueJobParsed = z.output<typeof enqueueJobSchema>;
 
 export const enqueueBatchSchema = z.strictObject({
-  jobs: z.array(enqueueJobSchema).min(1).max(10_000),
+  // A key twice in one batch would store the first job and answer it for the second.
+  jobs: z.array(enqueueJobSchema).min(1).max(10_000).superRefine((jobs, ctx) => {
+    const seen = new Set<string>();
+    jobs.forEach((j, i) => {
+      if (j.idempotencyKey === undefined) return;
+      if (seen.has(j.idempotencyKey)) ctx.addIssue({ code: 'custom', path: [i, 'idempotencyKey'], message: 'this key is already used by another job of the batch' });
+      seen.add(j.idempotencyKey);
+    });
+  }),
 });
 
 export const jobStates = ['pending', 'assigned', 'running', 'succeeded', 'failed', 'cancelled'] as const;
@@ -89,10 +104,10 @@ export const registerWorkerSchema = z.strictObject({
   name: name,
   hostname: text().max(255).optional(),
   region: name.optional(),
-  labels: z.record(name, text().max(200)).default({}),
+  labels: z.record(name, text().min(1).max(200)).default({}),
   capacity: capacitySchema.default({ cpu: 1000, memoryMb: 1024, diskMb: 10_240, slots: 4 }),
   // Each once: a queue named twice would be read twice by every claim.
-  queues: z.array(text().min(1).max(64)).min(1).max(100).default(['default']).transform((qs) => [...new Set(qs)]),
+  queues: z.array(queueName).min(1).max(100).default(['default']).transform((qs) => [...new Set(qs)]),
   version: text().max(100).optional(),
 });
 export type RegisterWorker = z.input<typeof registerWorkerSchema>;
@@ -129,7 +144,7 @@ export const releaseSchema = z.strictObject({
   leaseToken: z.uuid(),
   outcome: z.enum(['succeeded', 'failed', 'cancelled', 'requeue']),
   exitCode: int32.nullable().optional(),
-  signal: z.string().max(20).nullable().optional(),
+  signal: reportedSignal.nullable().optional(),
   error: text().max(10_000).nullable().optional(),
   reason: z.enum(endReasons).optional(),
 });
@@ -139,7 +154,7 @@ export type Release = z.input<typeof releaseSchema>;
 export const restartSchema = z.strictObject({
   leaseToken: z.uuid(),
   exitCode: int32.nullable().optional(),
-  signal: z.string().max(20).nullable().optional(),
+  signal: reportedSignal.nullable().optional(),
   reason: z.enum(endReasons).optional(),
 });
 export type RestartReport = z.input<typeof restartSchema>;
@@ -150,8 +165,17 @@ export type ReleaseItem = z.input<typeof releaseItemSchema>;
 /** The most jobs one request claims, and the most outcomes one request releases. */
 export const MAX_BATCH = 1000;
 
+/** Outcomes, each job once: a second would be answered as the first, and not applied. */
+const releaseItems = () => z.array(releaseItemSchema).max(MAX_BATCH).superRefine((items, ctx) => {
+  const seen = new Set<number>();
+  items.forEach((r, i) => {
+    if (seen.has(r.jobId)) ctx.addIssue({ code: 'custom', path: [i, 'jobId'], message: 'this job is already released by an earlier item' });
+    seen.add(r.jobId);
+  });
+});
+
 export const releaseBatchSchema = z.strictObject({
-  releases: z.array(releaseItemSchema).min(1).max(MAX_BATCH),
+  releases: releaseItems().min(1),
 });
 
 export const claimSchema = z.strictObject({
@@ -159,5 +183,5 @@ export const claimSchema = z.strictObject({
   max: z.number().int().min(1).max(MAX_BATCH).default(1),
   waitMs: z.number().int().min(0).max(120_000).default(0),
   /** Outcomes of finished jobs, released before the claim so their room counts: one round trip for both. */
-  releases: z.array(releaseItemSchema).max(MAX_BATCH).optional(),
+  releases: releaseItems().optional(),
 });

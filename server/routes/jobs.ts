@@ -16,7 +16,7 @@ import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
 
 const logsQuery = z.strictObject({
-  attempt: z.coerce.number().int().positive().optional(),
+  attempt: z.coerce.number().int().positive().max(2 ** 31 - 1).optional(),
   follow: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -27,6 +27,11 @@ export function jobRoutes(ctx: AppContext): Router {
     const body = req.body ?? {};
     const batch = Array.isArray(body.jobs);
     const header = req.get('Idempotency-Key');
+    // One key for many jobs cannot say which it stands for: each job of a batch carries its own.
+    if (batch && header) {
+      const issue = { path: 'headers.idempotency-key', message: 'not for a batch: give each job its own idempotencyKey' };
+      throw new HttpError(400, 'invalid_request', `${issue.path}: ${issue.message}`, { issues: [issue] });
+    }
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];

@@ -59,19 +59,63 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
     [{ command: ['echo', 'a\u0000b'] }, 'body.command.1'],
     [{ command: ['x'], runAt: '0000-01-01T00:00:00Z' }, 'body.runAt'],
     [{ command: ['x'], cwd: '/'.repeat(5000) }, 'body.cwd'],
+    // Below the smallest a real column holds: PostgreSQL refused these with a 500.
+    [{ command: ['x'], timeoutSeconds: 1e-300 }, 'body.timeoutSeconds'],
+    [{ command: ['x'], retryBackoffSeconds: 1e-300 }, 'body.retryBackoffSeconds'],
+    [{ command: ['x'], killGraceSeconds: 1e-300 }, 'body.killGraceSeconds'],
+    [{ command: ['x'], killSignal: 'SIGFOO' }, 'body.killSignal'],
+    // Parsed as the object's prototype, the key would vanish and the constraint with it.
+    [JSON.parse('{"command":["x"],"constraints":{"labels":{"__proto__":"gpu"}}}'), 'body.constraints.labels.__proto__'],
+    [JSON.parse('{"command":["x"],"env":{"__proto__":"x"}}'), 'body.env.__proto__'],
+    // The second job would be answered with the first and never stored.
+    [{ jobs: [{ command: ['a'], idempotencyKey: 'twice' }, { command: ['b'], idempotencyKey: 'twice' }] }, 'body.jobs.1.idempotencyKey'],
   ];
   for (const [body, field] of cases) {
     const res = await post('/jobs', body);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe('invalid_request');
-    expect(res.body.message).toContain(field);
+    expect([res.status, res.body.error, res.body.message]).toEqual([400, 'invalid_request', expect.stringContaining(field)]);
   }
+  const withKey = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'one-for-all' }, body: JSON.stringify({ jobs: [{ command: ['a'] }] }) });
+  expect([withKey.status, (await withKey.json()).message]).toEqual([400, expect.stringContaining('headers.idempotency-key')]);
   const broken = await post('/jobs', '{"command": [');
   expect(broken.status).toBe(400);
   expect(broken.body.message).toMatch(/JSON/);
-  expect((await fetch(`${t.server.url}/jobs/abc`)).status).toBe(400);
+  // Digits only: 0x10 is not job 16, nor 1e3 job 1000.
+  for (const id of ['abc', '0x10', '1e3', '%201', '-1', '0', '99999999999999999999']) {
+    expect([id, (await fetch(`${t.server.url}/jobs/${id}`)).status]).toEqual([id, 400]);
+  }
   expect((await fetch(`${t.server.url}/jobs/999999`)).status).toBe(404);
+  expect((await fetch(`${t.server.url}/jobs/999999/logs?attempt=99999999999`)).status).toBe(400);
   expect(await count()).toBe(before);
+});
+
+test('a release naming a job twice, or with a NUL in its signal, is a 400 and changes nothing', async () => {
+  const w = await t.client.register({ name: 'twice', queues: ['twice'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'twice' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const item = { jobId: claimed.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 };
+  const cases: [string, unknown, string][] = [
+    ['/releases', { releases: [item, { ...item, outcome: 'failed' }] }, 'body.releases.1.jobId'],
+    ['/claims', { workerId: w.id, max: 1, releases: [item, item] }, 'body.releases.1.jobId'],
+    ['/releases', { releases: [{ ...item, signal: 'SIG\u0000KILL' }] }, 'body.releases.0.signal'],
+    [`/jobs/${job.id}/release`, { ...item, jobId: undefined, signal: 'SIG\u0000KILL' }, 'body.signal'],
+    [`/jobs/${job.id}/restart`, { leaseToken: claimed.leaseToken, signal: 'SIG\u0000KILL' }, 'body.signal'],
+  ];
+  for (const [path, body, field] of cases) {
+    const res = await post(path, body);
+    expect([path, res.status, res.body.message]).toEqual([path, 400, expect.stringContaining(field)]);
+  }
+  expect((await t.client.getJob(job.id)).state).toBe('running');
+});
+
+test('a worker registers only queues a job can name, and labels with a value', async () => {
+  for (const [body, field] of [
+    [{ name: 'w', queues: ['Bad Queue!'] }, 'body.queues.0'],
+    [{ name: 'w', labels: { gpu: '' } }, 'body.labels.gpu'],
+    [JSON.parse('{"name":"w","labels":{"__proto__":"x"}}'), 'body.labels.__proto__'],
+  ] as [unknown, string][]) {
+    const res = await post('/workers', body);
+    expect([res.status, res.body.message]).toEqual([400, expect.stringContaining(field)]);
+  }
 });
 
 test('a batch larger than one statement can carry is stored whole', async () => {
