@@ -15,6 +15,7 @@ export function createApp(ctx: AppContext) {
   app.disable('x-powered-by');
   app.use(authenticate(ctx.config.tokens));
   app.use(express.json({ limit: '32mb' }));
+  app.use(refuseOtherBodies);
   app.use(jobRoutes(ctx));
   app.use(workerRoutes(ctx));
   app.use(leaseRoutes(ctx));
@@ -31,6 +32,13 @@ export function createApp(ctx: AppContext) {
   app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route ${req.method} ${req.path}`)));
   app.use(errorHandler(ctx));
   return app;
+}
+
+/** express.json() reads only JSON: a body of another type would reach a route as no body at all. */
+function refuseOtherBodies(req: Request, _res: Response, next: NextFunction) {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  if (req.body !== undefined || !hasBody) return next();
+  next(new HttpError(415, 'unsupported_media_type', `content-type: ${req.get('content-type') ?? 'none given'}; the API reads application/json`));
 }
 
 function errorHandler(ctx: AppContext) {

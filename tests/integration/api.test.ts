@@ -76,6 +76,8 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
   }
   const withKey = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'one-for-all' }, body: JSON.stringify({ jobs: [{ command: ['a'] }] }) });
   expect([withKey.status, (await withKey.json()).message]).toEqual([400, expect.stringContaining('headers.idempotency-key')]);
+  const plain = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"command":["x"]}' });
+  expect([plain.status, (await plain.json()).message]).toEqual([415, expect.stringContaining('content-type: text/plain')]);
   const broken = await post('/jobs', '{"command": [');
   expect(broken.status).toBe(400);
   expect(broken.body.message).toMatch(/JSON/);
