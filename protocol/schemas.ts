@@ -155,7 +155,8 @@ export const restartSchema = z.strictObject({
   leaseToken: z.uuid(),
   exitCode: int32.nullable().optional(),
   signal: reportedSignal.nullable().optional(),
-  reason: z.enum(endReasons).optional(),
+  // How the run ended by itself: a run stopped by anyone else is released, not restarted.
+  reason: z.enum(['exited', 'timed_out']).optional(),
 });
 export type RestartReport = z.input<typeof restartSchema>;
 

@@ -47,21 +47,27 @@ export function releaseArgs(releases: ReleaseRequest[]) {
     ${col(reasonOf)}::text[]`;
 }
 
-/** Records the current run as 'restarted' and starts the next one; the lease stays. */
+/**
+ * Records the current run as 'restarted' and starts the next one; the lease stays. Only for a job
+ * whose restart policy restarts at all: the worker applies the policy's limits, the server that
+ * the job has one.
+ */
 export async function recordRestart(db: Db, jobId: number, r: z.output<typeof restartSchema>): Promise<number> {
-  const row = (await sql<{ runs: number }>`
+  const row = (await sql<{ restartable: boolean; runs: number | null }>`
     WITH cur AS (
-      SELECT id, runs, worker_id, started_at FROM jobs
+      SELECT id, runs, worker_id, started_at, coalesce(restart ->> 'policy', 'never') <> 'never' AS restartable FROM jobs
       WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running' FOR UPDATE
     ), closed AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, end_reason)
-      SELECT id, runs, worker_id, started_at, now(), 'restarted', ${r.exitCode ?? null}::int, ${r.signal ?? null}::text, ${r.reason ?? 'exited'}::text FROM cur
+      SELECT id, runs, worker_id, started_at, now(), 'restarted', ${r.exitCode ?? null}::int, ${r.signal ?? null}::text, ${r.reason ?? 'exited'}::text
+      FROM cur WHERE restartable
     ), bumped AS (
-      UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id RETURNING j.runs
+      UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id AND cur.restartable RETURNING j.runs
     )
-    SELECT runs FROM bumped`.execute(db)).rows[0];
+    SELECT cur.restartable, bumped.runs FROM cur LEFT JOIN bumped ON true`.execute(db)).rows[0];
   if (!row) throw staleLease(jobId);
-  return row.runs;
+  if (!row.restartable) throw new HttpError(409, 'no_restart_policy', `job ${jobId} has no restart policy that restarts it; release it instead`);
+  return row.runs!;
 }
 
 export interface AppendResult {

@@ -109,6 +109,19 @@ test('a release naming a job twice, or with a NUL in its signal, is a 400 and ch
   expect((await t.client.getJob(job.id)).state).toBe('running');
 });
 
+test('a restart is refused for a job whose policy does not restart it, and changes nothing', async () => {
+  const w = await t.client.register({ name: 'no-restart', queues: ['no-restart'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'no-restart' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const refused = await post(`/jobs/${job.id}/restart`, { leaseToken: claimed.leaseToken, exitCode: 1 });
+  expect([refused.status, refused.body.error]).toEqual([409, 'no_restart_policy']);
+  const odd = await post(`/jobs/${job.id}/restart`, { leaseToken: claimed.leaseToken, reason: 'unplaceable' });
+  expect([odd.status, odd.body.message]).toEqual([400, expect.stringContaining('body.reason')]);
+  // Only the run in progress: no run was closed as restarted.
+  expect((await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts).toHaveLength(1);
+  expect((await t.client.getJob(job.id)).state).toBe('running');
+});
+
 test('a worker registers only queues a job can name, and labels with a value', async () => {
   for (const [body, field] of [
     [{ name: 'w', queues: ['Bad Queue!'] }, 'body.queues.0'],
