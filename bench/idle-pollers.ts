@@ -1,6 +1,7 @@
 // Idle long-polling workers without the agent's weight: each registers, then loops POST /claims
 // {waitMs: 30000} and heartbeats every heartbeatIntervalMs, each heartbeat held by the server for
-// that interval where it offers it (heartbeatWaits), like the agent does when idle.
+// that interval where it offers it (heartbeatWaits), like the agent does when idle. A job it is
+// given it releases at once.
 //   node --import tsx bench/idle-pollers.ts --server URL --count N
 // Prints "ready N" once all are registered. Runs until SIGTERM.
 import { setMaxListeners } from 'node:events';
@@ -28,8 +29,10 @@ async function poller(i: number, ready: () => void): Promise<void> {
   try {
     while (!stop.signal.aborted) {
       try {
-        await client.claim(w.id, 4, 30_000, stop.signal);
+        const { jobs } = await client.claim(w.id, 4, 30_000, stop.signal);
         claims++;
+        // A job (the scenario's trickle) is done at once, as a noop executor would do it.
+        if (jobs.length > 0) await client.request('POST', '/releases', { releases: jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded', exitCode: 0 })) });
       } catch {
         if (stop.signal.aborted) break;
         errors++;

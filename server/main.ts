@@ -41,6 +41,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   await hub.start();
   const sleepingClaims = new SleepingClaims();
   const metrics = createMetrics(() => sleepingClaims.size);
+  hub.onWakeSkipped = () => metrics.wakeupsSkipped.inc();
   const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
   // Every open long-poll listens on this one signal; hundreds of them are normal, not a leak.

@@ -19,6 +19,7 @@ export function createMetrics(sleepingLongPolls: () => number = () => 0) {
       collect() { this.set(sleepingLongPolls()); },
     }),
     staleLease: counter('skipjack_stale_lease_total', 'Worker requests refused for a stale lease token'),
+    wakeupsSkipped: counter('skipjack_job_wakeups_skipped_total', 'Job NOTIFYs that woke no long-poll on this server: no job was pending when they came (an enqueue handed it off, or another worker took it)'),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -4,6 +4,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 
 type Listener = (payload: string) => void;
+/** In a job NOTIFY's payload, no queue: a wake-up for all. */
+const ANY_QUEUE = '';
 const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_cancel', 'skipjack_logs'] as const;
 export type Channel = (typeof channels)[number];
 
@@ -16,6 +18,10 @@ export class NotifyHub {
   jobsSeq = 0;
   /** Called when the due timer fires, and after a reconnect: finds the next due time. */
   onDue: (() => void) | null = null;
+  /** Called when a job NOTIFY wakes nobody, because no job was pending by the time it came. */
+  onWakeSkipped: (() => void) | null = null;
+  private checking = false;
+  private queuesToCheck = new Set<string>();
   private dueTimer: NodeJS.Timeout | null = null;
   private nextDue = Infinity;
 
@@ -27,7 +33,7 @@ export class NotifyHub {
 
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString, application_name: 'skipjack-listen' });
-    client.on('notification', (n) => this.dispatch(n.channel as Channel, n.payload ?? ''));
+    client.on('notification', (n) => this.notified(n.channel as Channel, n.payload ?? ''));
     client.on('error', (err) => this.reconnect(client, err));
     await client.connect();
     for (const ch of channels) await client.query(`LISTEN ${ch}`);
@@ -59,6 +65,54 @@ export class NotifyHub {
     retry(100);
   }
 
+  private notified(channel: Channel, payload: string) {
+    if (channel === 'skipjack_jobs' && !this.dueLater(payload)) return void this.wakeIfPending(payload);
+    this.dispatch(channel, payload);
+  }
+
+  /**
+   * Every long-poll asleep here wakes for a job NOTIFY and claims, so one job used to cost a
+   * claim per sleeping worker. Most such jobs are gone by the time the NOTIFY comes: an enqueue
+   * hands its job to a sleeping claim in the insert's own statement. So first one query, on this
+   * connection: if no job of the NOTIFY's queue is pending and due, nobody wakes. One query at a
+   * time; the queues of NOTIFYs that come meanwhile go in the next.
+   */
+  private async wakeIfPending(payload: string): Promise<void> {
+    this.queuesToCheck.add(payload.split(' ')[0]); // '' (ANY_QUEUE) from a NOTIFY without a queue
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      while (this.queuesToCheck.size > 0 && !this.closed) {
+        const queues = [...this.queuesToCheck];
+        this.queuesToCheck.clear();
+        if (await this.nonePending(queues)) this.onWakeSkipped?.();
+        else this.dispatchDue('');
+      }
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  /** True only when the database says so: on any doubt, wake. */
+  private async nonePending(queues: string[]): Promise<boolean> {
+    const client = this.client;
+    if (!client) return false;
+    const anyQueue = queues.includes(ANY_QUEUE);
+    try {
+      const { rows } = await client.query(
+        `SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'pending' AND run_at <= now() ${anyQueue ? '' : 'AND queue = ANY ($1::text[])'}) AS none`,
+        anyQueue ? [] : [queues]);
+      return rows[0].none === true;
+    } catch {
+      return false;
+    }
+  }
+
+  private dueLater(payload: string): boolean {
+    const dueMs = Number(payload.split(' ')[1]);
+    return Number.isFinite(dueMs) && dueMs > Date.now();
+  }
+
   private dispatch(channel: Channel, payload: string) {
     if (channel === 'skipjack_jobs') return this.dispatchDue(payload);
     if (channel === 'skipjack_assigned') this.jobsSeq++;
@@ -67,8 +121,7 @@ export class NotifyHub {
 
   /** A job due later arms a timer, so its claimers wake when it becomes due. */
   private dispatchDue(payload: string) {
-    const dueMs = Number(payload.split(' ')[1]);
-    if (Number.isFinite(dueMs) && dueMs > Date.now()) return this.armDue(dueMs);
+    if (this.dueLater(payload)) return this.armDue(Number(payload.split(' ')[1]));
     this.jobsSeq++;
     for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);
   }

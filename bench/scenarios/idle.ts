@@ -11,6 +11,8 @@ import { benchRoot, repoRoot, startSkipjack } from '../lib/skipjack.js';
 import { round, sleep } from '../lib/stats.js';
 import type { ScenarioContext, ScenarioOutput } from './context.js';
 
+const TRICKLE_MS = 200;
+
 interface Window {
   seconds: number;
   transactionsPerSec: number;
@@ -68,6 +70,10 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
       await sleep(10_000);
       const loaded = await measureWindow(sj.pool, db.name, seconds, `idle: ${count} pollers`);
       note(`${count} pollers: ${loaded.transactionsPerSec} tx/s, ${loaded.statementsPerSec} statements/s, ${loaded.serverCpuPercent}% CPU`);
+      // Nearly idle: single jobs now and then. Each wakes one worker, not all of them.
+      const trickle = setInterval(() => void sj.client.enqueue({ command: ['true'] }).catch(() => {}), TRICKLE_MS);
+      const trickled = await measureWindow(sj.pool, db.name, seconds, `idle: ${count} pollers, a job every ${TRICKLE_MS} ms`).finally(() => clearInterval(trickle));
+      note(`${count} pollers, a job every ${TRICKLE_MS} ms: ${trickled.transactionsPerSec} tx/s, ${trickled.statementsPerSec} statements/s, ${trickled.serverCpuPercent}% CPU`);
       await stopChild(child);
       const per = (v: number, b: number) => round((v - b) / count, 3);
       return {
@@ -76,6 +82,7 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
           windowSeconds: loaded.seconds,
           baseline,
           withPollers: loaded,
+          withTrickle: { jobEveryMs: TRICKLE_MS, ...trickled },
           perPoller: {
             transactionsPerSec: per(loaded.transactionsPerSec, baseline.transactionsPerSec),
             statementsPerSec: per(loaded.statementsPerSec, baseline.statementsPerSec),
@@ -91,11 +98,13 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
           `${count} raw long-poll loops (register; POST /claims waitMs 30000 in a loop; POST /workers/:id/heartbeat every heartbeatIntervalMs, held by the server for that interval as the agent asks) in a child process.`,
           'transactions: xact_commit + xact_rollback of the bench database in pg_stat_database (PostgreSQL flushes these lazily, up to ~10 s late for idle sessions). statements: counted client-side in the server process (BEGIN/COMMIT included). pg_stat_statements is not used.',
           'server CPU: process.cpuUsage() of the bench process hosting the server, as % of one core.',
+          `trickle: one job enqueued every ${TRICKLE_MS} ms through the API while the pollers wait; a poller releases a job it gets at once.`,
         ],
         table: table([
           ['', 'seconds', 'tx/s', 'statements/s', 'server CPU %'],
           ['server alone', baseline.seconds, baseline.transactionsPerSec, baseline.statementsPerSec, baseline.serverCpuPercent],
           [`${count} idle pollers`, loaded.seconds, loaded.transactionsPerSec, loaded.statementsPerSec, loaded.serverCpuPercent],
+          [`... and a job every ${TRICKLE_MS} ms`, trickled.seconds, trickled.transactionsPerSec, trickled.statementsPerSec, trickled.serverCpuPercent],
         ]),
       };
     } finally {

@@ -261,6 +261,22 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(job).toEqual(read);
   });
 
+  test("a handed-off job's NOTIFY wakes no other long-poll: nothing is pending by the time it comes", async () => {
+    const skipped = () => metric(t.server.url, 'skipjack_job_wakeups_skipped_total');
+    const [w1, w2] = await Promise.all([t.client.register({ name: 'herd-1', queues: ['herd'] }), t.client.register({ name: 'herd-2', queues: ['herd'] })]);
+    const { answer: first } = await claimAsleep(w1.id, 1);
+    const { answer: second } = await claimAsleep(w2.id, 1, 3000);
+    const before = await skipped();
+    const job = await t.client.enqueue({ command: ['true'], queue: 'herd' });
+    const { jobs } = await first;
+    expect(jobs.map((j) => j.id)).toEqual([job.id]);
+    // Done at once, so that no lapsed lease (1 s here) makes the job pending again.
+    await t.client.release(job.id, { leaseToken: jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
+    await until('the NOTIFY to be checked and dropped', async () => (await skipped()) > before);
+    // The other long-poll slept on to its deadline, with nothing for it.
+    expect((await second).jobs).toEqual([]);
+  });
+
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
     const w = await t.client.register({ name: 'handoff-order', queues: ['handoff-order'] });
     const { answer: claim } = await claimAsleep(w.id, 1);
