@@ -66,7 +66,7 @@ export class NotifyHub {
   }
 
   private notified(channel: Channel, payload: string) {
-    if (channel === 'skipjack_jobs' && !this.dueLater(payload)) return void this.wakeIfPending(payload);
+    if (channel === 'skipjack_jobs' && dueLaterMs(payload) === null) return void this.wakeIfPending(payload);
     this.dispatch(channel, payload);
   }
 
@@ -108,11 +108,6 @@ export class NotifyHub {
     }
   }
 
-  private dueLater(payload: string): boolean {
-    const dueMs = Number(payload.split(' ')[1]);
-    return Number.isFinite(dueMs) && dueMs > Date.now();
-  }
-
   private dispatch(channel: Channel, payload: string) {
     if (channel === 'skipjack_jobs') return this.dispatchDue(payload);
     if (channel === 'skipjack_assigned') this.jobsSeq++;
@@ -121,7 +116,8 @@ export class NotifyHub {
 
   /** A job due later arms a timer, so its claimers wake when it becomes due. */
   private dispatchDue(payload: string) {
-    if (this.dueLater(payload)) return this.armDue(Number(payload.split(' ')[1]));
+    const dueMs = dueLaterMs(payload);
+    if (dueMs !== null) return this.armDue(dueMs);
     this.jobsSeq++;
     for (const fn of [...(this.listeners.get('skipjack_jobs') ?? [])]) fn(payload);
   }
@@ -187,4 +183,10 @@ export class NotifyHub {
     await this.client?.end().catch(() => {});
     this.client = null;
   }
+}
+
+/** When a job NOTIFY's job becomes due ("queue dueMs"), if that is still to come. */
+function dueLaterMs(payload: string): number | null {
+  const dueMs = Number(payload.split(' ')[1]);
+  return Number.isFinite(dueMs) && dueMs > Date.now() ? dueMs : null;
 }

@@ -4,18 +4,15 @@ import { HttpError } from './errors.js';
 
 export function parse<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'query' | 'params'): z.output<S> {
   const proto = protoKeyPath(input);
-  if (proto) {
-    const issue = { path: [where, ...proto].join('.'), message: 'must not be a key: it would set the object\'s prototype' };
-    throw new HttpError(400, 'invalid_request', `${issue.path}: ${issue.message}`, { issues: [issue] });
-  }
+  if (proto) throw invalidRequest([{ path: [where, ...proto].join('.'), message: 'must not be a key: it would set the object\'s prototype' }]);
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
-  const issues = result.error.issues.map((i) => ({
-    path: [where, ...i.path.map(String)].join('.'),
-    message: i.message,
-  }));
-  const first = issues[0];
-  throw new HttpError(400, 'invalid_request', `${first.path}: ${first.message}`, { issues });
+  throw invalidRequest(result.error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), message: i.message })));
+}
+
+/** The 400 for bad input: the first issue in the message, every issue in `issues`. */
+export function invalidRequest(issues: { path: string; message: string }[]): HttpError {
+  return new HttpError(400, 'invalid_request', `${issues[0].path}: ${issues[0].message}`, { issues });
 }
 
 // Digits only: Number() would also take 0x10, 1e3 and ' 1' as ids.

@@ -9,7 +9,7 @@ import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView } from '../store/job-view.js';
 import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJobs } from '../store/jobs.js';
 import { readLogs } from '../store/leases.js';
-import { idParam, parse } from '../validate.js';
+import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
 import { explainPlacement, unplaceableReasons, waitingReason } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
@@ -28,10 +28,7 @@ export function jobRoutes(ctx: AppContext): Router {
     const batch = Array.isArray(body.jobs);
     const header = req.get('Idempotency-Key');
     // One key for many jobs cannot say which it stands for: each job of a batch carries its own.
-    if (batch && header) {
-      const issue = { path: 'headers.idempotency-key', message: 'not for a batch: give each job its own idempotencyKey' };
-      throw new HttpError(400, 'invalid_request', `${issue.path}: ${issue.message}`, { issues: [issue] });
-    }
+    if (batch && header) throw invalidRequest([{ path: 'headers.idempotency-key', message: 'not for a batch: give each job its own idempotencyKey' }]);
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
