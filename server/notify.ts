@@ -66,7 +66,9 @@ export class NotifyHub {
   }
 
   private notified(channel: Channel, payload: string) {
-    if (channel === 'skipjack_jobs' && dueLaterMs(payload) === null) return void this.wakeIfPending(payload);
+    // With nobody asleep here there is nobody to spare a claim: no query, as before.
+    const sleepers = this.listeners.get('skipjack_jobs')?.size ?? 0;
+    if (channel === 'skipjack_jobs' && sleepers > 0 && dueLaterMs(payload) === null) return void this.wakeIfPending(payload);
     this.dispatch(channel, payload);
   }
 
