@@ -3,10 +3,10 @@
 //   node --import tsx bench/heartbeat-cost.ts [--leases 2000] [--rounds 100]
 // Prints the median time per heartbeat, the backend's CPU per lease (from /proc, so Linux and a
 // PostgreSQL on this machine), the share of updates made in place (HOT) and the table's size.
-import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { createDb, migrateToLatest } from '../server/db.js';
 import { workerHeartbeats } from '../server/store/workers.js';
+import { processCpuMs } from './lib/cpu.js';
 import { createBenchDatabase, openPostgres } from './lib/postgres.js';
 import { Progress } from './lib/progress.js';
 
@@ -36,7 +36,7 @@ try {
   let hot = 0;
   const times: number[] = [];
   const progress = new Progress('heartbeats', rounds);
-  const cpuBefore = cpuTicks(backend);
+  const cpuBefore = processCpuMs(backend);
   for (let i = 0; i < rounds; i++) {
     await db.transaction().execute(async (trx) => {
       const before = await counters(trx);
@@ -50,7 +50,7 @@ try {
     progress.update(i + 1);
   }
   progress.done();
-  const cpuAfter = cpuTicks(backend);
+  const cpuAfter = processCpuMs(backend);
   const size = (await pool.query(`SELECT pg_size_pretty(pg_table_size('jobs')) AS size`)).rows[0].size as string;
   times.sort((a, b) => a - b);
   process.stdout.write([
@@ -58,8 +58,7 @@ try {
     `  median per heartbeat: ${times[times.length >> 1].toFixed(1)} ms`,
     cpuBefore === null || cpuAfter === null
       ? '  backend CPU per lease: not measured (PostgreSQL runs elsewhere)'
-      // USER_HZ is 100 on Linux.
-      : `  backend CPU per lease: ${(((cpuAfter - cpuBefore) * 1e4) / (leaseCount * rounds)).toFixed(1)} us`,
+      : `  backend CPU per lease: ${(((cpuAfter - cpuBefore) * 1000) / (leaseCount * rounds)).toFixed(1)} us`,
     `  updated in place (HOT): ${hot} of ${updated} (${Math.round((100 * hot) / Math.max(updated, 1))}%)`,
     `  jobs table at the end: ${size}`,
   ].join('\n') + '\n');
@@ -67,14 +66,4 @@ try {
   await db.destroy();
   await bench.drop();
   await pgs.stop();
-}
-
-/** utime + stime of a process on this machine, in clock ticks; null if it is not here. */
-function cpuTicks(pid: number): number | null {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return null;
-  }
 }

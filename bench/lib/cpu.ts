@@ -90,6 +90,12 @@ function childrenOf(parent: number): number[] {
   }
 }
 
+/** A process's own CPU time in milliseconds (utime + stime); null if it does not run on this machine. */
+export function processCpuMs(pid: number): number | null {
+  const t = ticks(pid);
+  return t === null ? null : t.own * TICK_MS;
+}
+
 function ticks(pid: number): { own: number; reaped: number; parent: number } | null {
   try {
     // Fields after the command name, which may hold spaces: state is [0], ppid [1], utime [11].
