@@ -215,7 +215,7 @@ export class WorkerAgent {
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
-    await Promise.all(jobs.map((j) => this.releases.release(j.id, { leaseToken: j.leaseToken, outcome: 'requeue', reason: 'cancelled' })));
+    await Promise.all(jobs.map((j) => this.releases.release({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'requeue', reason: 'cancelled' })));
     if (jobs.length) this.log.info({ jobIds: jobs.map((j) => j.id) }, 'draining: requeued jobs claimed as the drain began');
   }
 
@@ -226,14 +226,19 @@ export class WorkerAgent {
       log.info({ command: redact(job.command.join(' ')) }, 'job started');
     }
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', launch: this.spawnHelper?.launch, log });
-    const done = run.run().catch((err) => log.error({ err }, 'job run failed unexpectedly; its lease will expire')).finally(() => {
-      // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
-      if (this.running.get(job.id)?.run === run) this.running.delete(job.id);
-      this.slotFreed?.();
-      this.restartPollForRoom();
-      this.heartbeatNudge?.();
+    const done = run.run().then(() => this.jobEnded(job.id, run), (err) => {
+      log.error({ err }, 'job run failed unexpectedly; its lease will expire');
+      this.jobEnded(job.id, run);
     });
     this.running.set(job.id, { run, done });
+  }
+
+  private jobEnded(jobId: number, run: JobRun): void {
+    // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
+    if (this.running.get(jobId)?.run === run) this.running.delete(jobId);
+    this.slotFreed?.();
+    this.restartPollForRoom();
+    this.heartbeatNudge?.();
   }
 
   /**

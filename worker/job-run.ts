@@ -2,7 +2,7 @@
 // output, restarts it when its policy says so, and releases it with the outcome.
 import type { Logger } from 'pino';
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
-import type { Release } from '../protocol/schemas.js';
+import type { Release, ReleaseItem } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { checkAllowed } from './allowlist.js';
 import { Backoff, sleep } from './backoff.js';
@@ -28,8 +28,10 @@ export class JobRun {
   releasing = false;
   private stopReason: StopReason | null = null;
   private proc!: SupervisedProcess;
-  private shipper!: LogShipper;
-  private wake = new AbortController();
+  /** The current process's output shipper, made at its first output: most short jobs print nothing. */
+  private shipper: LogShipper | null = null;
+  /** Cuts a restart's waits short on a stop; made when a restart waits. */
+  private wake: AbortController | null = null;
 
   constructor(readonly job: ClaimedJob, private deps: JobRunDeps) {}
 
@@ -40,7 +42,7 @@ export class JobRun {
     for (;;) {
       this.startProcess();
       const result = await this.proc.done;
-      await this.shipper.flush();
+      await this.shipper?.flush();
       if (this.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
       const decision = this.stopReason ? { action: 'end' as const } : restarts.decide(result);
       if (decision.action === 'restart') {
@@ -48,14 +50,14 @@ export class JobRun {
         if (await this.restart(result, decision.delayMs)) continue;
       }
       const error = decision.action === 'crash_loop' ? decision.error : undefined;
-      return this.release(toRelease(this.job.leaseToken, result, this.stopReason, error));
+      return this.release(toRelease(this.job, result, this.stopReason, error));
     }
   }
 
   /** Cancel (an operator's) or shutdown (the worker's): kill escalation, and no restart after. */
   stop(reason: StopReason): void {
     this.stopReason ??= reason;
-    this.wake.abort();
+    this.wake?.abort();
     this.proc?.stop(reason);
   }
 
@@ -77,8 +79,7 @@ export class JobRun {
 
   private startProcess(): void {
     const { job, deps } = this;
-    this.shipper = new LogShipper(deps.client, job.id, job.leaseToken, () => this.onLeaseLost(),
-      (err) => deps.log.warn({ err: err.message }, 'server refused job output; dropping it'));
+    this.shipper = null;
     const refusal = checkAllowed(job.command, deps.allow, { cwd: job.cwd ?? undefined, pathEnv: job.env.PATH });
     if (refusal) this.proc = refusedProcess(refusal);
     else if (deps.executor === 'noop') this.proc = noopProcess();
@@ -90,13 +91,20 @@ export class JobRun {
       killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
       killGraceSeconds: job.killGraceSeconds ?? undefined,
       outputCapBytes: job.outputCapBytes ?? undefined,
-    }, (chunk) => this.shipper.push(chunk), deps.launch);
+    }, (chunk) => (this.shipper ??= this.newShipper()).push(chunk), deps.launch);
     if (this.stopReason) this.proc.stop(this.stopReason);
+  }
+
+  private newShipper(): LogShipper {
+    const { job, deps } = this;
+    return new LogShipper(deps.client, job.id, job.leaseToken, () => this.onLeaseLost(),
+      (err) => deps.log.warn({ err: err.message }, 'server refused job output; dropping it'));
   }
 
   /** Waits out the delay (a stop cuts it short), then opens the next run on the server. */
   private async restart(result: ProcessResult, delayMs: number): Promise<boolean> {
-    await sleep(delayMs, this.wake.signal);
+    const wake = (this.wake ??= new AbortController());
+    await sleep(delayMs, wake.signal);
     if (this.stopReason) return false;
     const backoff = new Backoff(100, 5000);
     for (;;) {
@@ -109,17 +117,16 @@ export class JobRun {
           return false;
         }
         // Anything else (an outage, a 5xx, a garbled answer) is worth another try.
-        await sleep(backoff.next(), this.wake.signal);
+        await sleep(backoff.next(), wake.signal);
         if (this.stopReason) return false;
       }
     }
   }
 
-  private async release(release: Release): Promise<void> {
+  private async release(r: ReleaseItem): Promise<void> {
     this.releasing = true;
-    const r = release;
     this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
-    const answer = await this.deps.releases.release(this.job.id, release);
+    const answer = await this.deps.releases.release(r);
     if (!answer.ok) this.deps.log.warn({ err: answer.message }, 'release refused; the lease was lost meanwhile');
   }
 }
@@ -127,25 +134,36 @@ export class JobRun {
 /** The server keeps 10,000 characters of an error; a longer one must not sink a whole batch. */
 const clip = (s: string | undefined) => (s === undefined ? null : s.length > 10_000 ? `${s.slice(0, 9_990)}…` : s);
 
-function toRelease(leaseToken: string, r: ProcessResult, stopped: StopReason | null, crashLoop?: string): Release {
-  const base = { leaseToken, exitCode: r.exitCode, signal: r.signal, error: clip(r.error) };
-  if (crashLoop) return { ...base, outcome: 'failed', reason: 'crash_loop', error: crashLoop };
+function toRelease(job: ClaimedJob, r: ProcessResult, stopped: StopReason | null, crashLoop?: string): ReleaseItem {
+  const { outcome, reason, error } = outcomeOf(r, stopped, crashLoop);
+  // A null signal or error is left out: a release is one of up to a thousand in a request.
+  const release: ReleaseItem = { jobId: job.id, leaseToken: job.leaseToken, outcome, reason, exitCode: r.exitCode };
+  if (r.signal) release.signal = r.signal;
+  const message = error ?? clip(r.error);
+  if (message) release.error = message;
+  return release;
+}
+
+function outcomeOf(r: ProcessResult, stopped: StopReason | null, crashLoop?: string): { outcome: Release['outcome']; reason: NonNullable<Release['reason']>; error?: string } {
+  if (crashLoop) return { outcome: 'failed', reason: 'crash_loop', error: crashLoop };
   // A stop we asked for wins over however the process happened to end.
-  if (stopped === 'shutdown') return { ...base, outcome: 'requeue', reason: 'cancelled' };
-  if (stopped === 'cancelled') return { ...base, outcome: 'cancelled', reason: 'cancelled' };
+  if (stopped === 'shutdown') return { outcome: 'requeue', reason: 'cancelled' };
+  if (stopped === 'cancelled') return { outcome: 'cancelled', reason: 'cancelled' };
   switch (r.reason) {
     case 'exited':
-      return { ...base, outcome: r.exitCode === 0 ? 'succeeded' : 'failed', reason: 'exited' };
+      return r.exitCode === 0 ? SUCCEEDED : { outcome: 'failed', reason: 'exited' };
     case 'timed_out':
-      return { ...base, outcome: 'failed', reason: 'timed_out', error: base.error ?? 'timed out' };
+      return { outcome: 'failed', reason: 'timed_out', error: clip(r.error) ?? 'timed out' };
     case 'spawn_failed':
-      return { ...base, outcome: 'failed', reason: r.error?.startsWith('refused:') ? 'refused' : 'spawn_failed' };
+      return { outcome: 'failed', reason: r.error?.startsWith('refused:') ? 'refused' : 'spawn_failed' };
     case 'cancelled':
-      return { ...base, outcome: 'cancelled', reason: 'cancelled' };
+      return { outcome: 'cancelled', reason: 'cancelled' };
     case 'shutdown':
-      return { ...base, outcome: 'requeue', reason: 'cancelled' };
+      return { outcome: 'requeue', reason: 'cancelled' };
   }
 }
+
+const SUCCEEDED = { outcome: 'succeeded', reason: 'exited' } as const;
 
 function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
   const full: ProcessResult = {

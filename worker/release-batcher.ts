@@ -4,12 +4,11 @@
 // the server. Outcomes are known only here, so through a server outage they are retried until
 // the server answers.
 import { ApiRequestError, type ReleaseResult, type SkipjackClient } from '../protocol/client.js';
-import { MAX_BATCH, type Release, type ReleaseItem } from '../protocol/schemas.js';
+import { MAX_BATCH, type ReleaseItem } from '../protocol/schemas.js';
 import { Backoff, sleep } from './backoff.js';
 
 interface Pending {
-  jobId: number;
-  release: Release;
+  item: ReleaseItem;
   resolve: (answer: ReleaseAnswer) => void;
 }
 
@@ -39,9 +38,9 @@ export class ReleaseBatcher {
     private lingerMs = 2,
   ) {}
 
-  release(jobId: number, release: Release): Promise<ReleaseAnswer> {
+  release(item: ReleaseItem): Promise<ReleaseAnswer> {
     return new Promise((resolve) => {
-      this.queue.push({ jobId, release, resolve });
+      this.queue.push({ item, resolve });
       this.sending ??= this.sendAll();
       this.onQueued();
     });
@@ -67,7 +66,7 @@ export class ReleaseBatcher {
   takeForClaim(): CarriedReleases {
     const taken = this.queue.splice(this.inFlight, MAX_BATCH);
     return {
-      items: taken.map((p) => ({ jobId: p.jobId, ...p.release })),
+      items: taken.map((p) => p.item),
       settle: (results) => taken.forEach((p, i) => p.resolve(answer(results?.[i]))),
       giveBack: () => {
         this.queue.push(...taken);
@@ -89,7 +88,7 @@ export class ReleaseBatcher {
       this.inFlight = batch.length;
       try {
         const { results } = await this.client.request<{ results: ReleaseResult[] }>(
-          'POST', '/releases', { releases: batch.map((p) => ({ jobId: p.jobId, ...p.release })) });
+          'POST', '/releases', { releases: batch.map((p) => p.item) });
         batch.forEach((p, i) => p.resolve(answer(results[i])));
         backoff.reset();
       } catch (err) {
