@@ -13,6 +13,8 @@ import { dashboardPage } from './dashboard.js';
 export function createApp(ctx: AppContext) {
   const app = express();
   app.disable('x-powered-by');
+  // Express hashes every answer for an ETag, a claim's thousand jobs included; no client of this API revalidates.
+  app.disable('etag');
   app.use(authenticate(ctx.config.tokens));
   app.use(express.json({ limit: '32mb' }));
   app.use(refuseOtherBodies);
