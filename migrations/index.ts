@@ -5,6 +5,7 @@ import * as m002 from './002_claim_in_one_statement.js';
 import * as m003 from './003_lean_claim_and_release.js';
 import * as m004 from './004_cached_plans.js';
 import * as m005 from './005_hot_heartbeats.js';
+import * as m006 from './006_worker_deregistered.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '003_lean_claim_and_release': m003,
   '004_cached_plans': m004,
   '005_hot_heartbeats': m005,
+  '006_worker_deregistered': m006,
 };

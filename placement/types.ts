@@ -38,7 +38,7 @@ export interface PlacementJob {
   preferences: LabelPreference[];
 }
 
-export type WorkerState = 'active' | 'draining' | 'gone';
+export type WorkerState = 'active' | 'draining' | 'gone' | 'deregistered';
 
 export interface PlacementWorker {
   id: string;

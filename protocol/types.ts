@@ -57,7 +57,7 @@ export interface WorkerView {
   capacity: { cpu: number; memoryMb: number; diskMb: number; slots: number };
   allocated: { cpu: number; memoryMb: number; diskMb: number; slots: number };
   queues: string[];
-  state: 'active' | 'draining' | 'gone';
+  state: 'active' | 'draining' | 'gone' | 'deregistered';
   lastSeenAt: string;
   registeredAt: string;
 }

@@ -20,7 +20,7 @@ export interface WorkersTable {
   disk_mb: number;
   slots: number;
   queues: string[];
-  state: Generated<'active' | 'draining' | 'gone'>;
+  state: Generated<'active' | 'draining' | 'gone' | 'deregistered'>;
   version: string | null;
   registered_at: DefaultTimestamp;
   last_seen_at: DefaultTimestamp;

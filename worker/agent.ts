@@ -304,9 +304,17 @@ export class WorkerAgent {
       }
     } catch (err) {
       if (this.stopped) return;
+      if (err instanceof ApiRequestError && err.status === 410) return this.deregistered();
       // Running jobs keep running: the lease TTL gives the server time to come back.
       this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running');
     }
+  }
+
+  /** An operator deregistered this worker: the server took its leases back, so its jobs stop unreleased, and it stops. */
+  private deregistered(): void {
+    if (!this.draining) this.log.error({ running: this.running.size }, 'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping');
+    for (const { run } of this.running.values()) run.onLeaseLost();
+    if (!this.draining) void this.shutdown();
   }
 
   /**

@@ -39,7 +39,7 @@ export class KnownWorkers {
 
   private async load(): Promise<PlacementWorker[]> {
     const rows = (await sql<WorkerRow>`
-      SELECT * FROM workers WHERE last_seen_at > now() - ${this.windowMs} * interval '1 millisecond'`.execute(this.db)).rows;
+      SELECT * FROM workers WHERE last_seen_at > now() - ${this.windowMs} * interval '1 millisecond' AND state <> 'deregistered'`.execute(this.db)).rows;
     return rows.map((r) => toPlacementWorker(r));
   }
 }

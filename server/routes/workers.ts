@@ -1,6 +1,5 @@
 // Agent routes: register, heartbeat, drain, deregister, and the claims.
 import { Router, type Response } from 'express';
-import { sql } from 'kysely';
 import type { z } from 'zod';
 import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
 import type { RegisterResponse } from '../../protocol/types.js';
@@ -10,9 +9,9 @@ import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../s
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, cancelsAndDrain, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import { allocations, cancelsAndDrain, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
-import { notFound } from '../errors.js';
+import { HttpError, notFound } from '../errors.js';
 
 export function workerRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -44,11 +43,14 @@ export function workerRoutes(ctx: AppContext): Router {
     try {
       const answer = await ctx.heartbeats.submit({ workerId: id, leases });
       if (!answer) throw notFound(`worker ${id}`);
+      if (answer === 'deregistered') throw deregistered(id);
       for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
       const nothingToSay = answer.cancel.length === 0 && !answer.drain;
       if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs)))) return void res.json(answer);
-      // Woken by a cancel or a drain: say which.
-      res.json({ ...(await cancelsAndDrain(ctx.db, id)), lost: answer.lost });
+      // Woken by a cancel, a drain or a deregistration: say which.
+      const { deregistered: gone, ...said } = await cancelsAndDrain(ctx.db, id);
+      if (gone) throw deregistered(id);
+      res.json({ ...said, lost: answer.lost });
     } finally {
       news?.stop();
     }
@@ -61,13 +63,14 @@ export function workerRoutes(ctx: AppContext): Router {
     res.json(toWorkerView(w));
   });
 
-  // Deregistering gives up any lease still held: expire them so the reaper requeues those jobs now.
+  // Final: its leases are taken back now, and its heartbeats are refused (410) from now on.
   r.delete('/workers/:id', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
-    const w = await setWorkerState(ctx.db, id, 'gone');
-    await sql`UPDATE jobs SET lease_expires_at = now() WHERE worker_id = ${id} AND state = 'running'`.execute(ctx.db);
-    ctx.log.info({ workerId: id }, 'worker deregistered');
-    res.json(toWorkerView(w));
+    const { worker, reaped } = await deregisterWorker(ctx.db, id);
+    ctx.knownWorkers.invalidate();
+    for (const job of reaped) ctx.log.warn({ jobId: job.id, workerId: id, attempt: job.runs, state: job.state }, 'worker deregistered while running the job; run recorded as lost');
+    ctx.log.info({ workerId: id, jobsTakenBack: reaped.length }, 'worker deregistered');
+    res.json(toWorkerView(worker));
   });
 
   r.post('/jobs/:id/claim', async (req, res) => {
@@ -218,3 +221,6 @@ function logClaims(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   ctx.metrics.claimed.inc(jobs.length);
   for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
 }
+
+const deregistered = (workerId: string) =>
+  new HttpError(410, 'worker_deregistered', `worker ${workerId} was deregistered: it holds no lease and may not heartbeat; register again to take work`);

@@ -1,28 +1,41 @@
 // Lease expiry: jobs whose worker stopped heartbeating go back to pending (or fail when their
-// attempts are spent), and the lost run is recorded. Workers silent for long are marked gone.
-import { sql } from 'kysely';
+// attempts are spent), and the lost run is recorded; so do a deregistered worker's, at once.
+// Workers silent for long are marked gone.
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db.js';
 
 export interface ReapedJob { id: number; state: string; worker_id: string; runs: number; attempts: number }
 
 export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob[]> {
+  return takeBackLeases(db, sql`
+    SELECT id, worker_id FROM jobs WHERE state = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED`, 'lease expired: the worker stopped heartbeating');
+}
+
+/**
+ * Every lease a deregistered worker holds, taken back at once. Waits on a release or heartbeat in
+ * flight (no SKIP LOCKED): no lease of the worker may outlive its deregistration.
+ */
+export async function reapWorkerLeases(db: Db, workerId: string): Promise<ReapedJob[]> {
+  return takeBackLeases(db, sql`
+    SELECT id, worker_id FROM jobs WHERE worker_id = ${workerId} AND state = 'running' FOR UPDATE`, 'the worker was deregistered');
+}
+
+/** The runs of the rows `lost` selects (and locks) end as lost; their jobs go back to pending, or fail when their attempts are spent. */
+async function takeBackLeases(db: Db, lost: RawBuilder<unknown>, error: string): Promise<ReapedJob[]> {
   return (await sql<ReapedJob>`
-    WITH expired AS (
-      SELECT id, worker_id FROM jobs WHERE state = 'running' AND lease_expires_at < now()
-      ORDER BY lease_expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED
-    ), reaped AS (
+    WITH expired AS (${lost}), reaped AS (
       UPDATE jobs j SET
         state = CASE WHEN j.cancel_requested THEN 'cancelled'
                      WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
         worker_id = NULL, lease_token = NULL, lease_expires_at = NULL, run_at = now(),
-        end_reason = 'lost', exit_code = NULL, signal = NULL,
-        error = 'lease expired: the worker stopped heartbeating',
+        end_reason = 'lost', exit_code = NULL, signal = NULL, error = ${error}::text,
         finished_at = CASE WHEN j.cancel_requested OR j.attempts >= j.max_attempts THEN now() END
       FROM expired WHERE j.id = expired.id
       RETURNING j.id, j.state, expired.worker_id, j.runs, j.attempts, j.started_at
     ), recorded AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, error)
-      SELECT id, runs, worker_id, started_at, now(), 'lost', 'lost', 'lease expired: the worker stopped heartbeating' FROM reaped
+      SELECT id, runs, worker_id, started_at, now(), 'lost', 'lost', ${error}::text FROM reaped
     )
     SELECT id, state, worker_id, runs, attempts FROM reaped`.execute(db)).rows;
 }
@@ -47,6 +60,6 @@ export async function deleteExpiredJobs(db: Db, retentionMs: number, batch = 100
 export async function markSilentWorkersGone(db: Db, silentMs: number): Promise<string[]> {
   return (await sql<{ id: string }>`
     UPDATE workers SET state = 'gone'
-    WHERE state <> 'gone' AND last_seen_at < now() - ${silentMs} * interval '1 millisecond'
+    WHERE state IN ('active', 'draining') AND last_seen_at < now() - ${silentMs} * interval '1 millisecond'
     RETURNING id`.execute(db)).rows.map((r) => r.id);
 }

@@ -3,7 +3,9 @@ import { sql } from 'kysely';
 import type { z } from 'zod';
 import type { registerWorkerSchema } from '../../protocol/schemas.js';
 import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
-import type { Db, WorkerRow } from '../db.js';
+import type { Transaction } from 'kysely';
+import type { Database, Db, WorkerRow } from '../db.js';
+import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { notFound } from '../errors.js';
 
 type Registration = z.output<typeof registerWorkerSchema>;
@@ -36,9 +38,10 @@ export interface Heartbeat {
 /**
  * Marks workers alive and extends every lease each still holds, for many workers in one
  * statement. Leases a worker names but no longer holds come back as `lost`, so it stops acting
- * on those jobs. A worker the server does not know gets null.
+ * on those jobs. A worker the server does not know gets null; a deregistered one, 'deregistered'
+ * (it holds no lease: they were taken back when it was deregistered).
  */
-export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | null)[]> {
+export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | 'deregistered' | null)[]> {
   const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId })));
   const rows = (await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
     WITH w AS (
@@ -60,6 +63,7 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
   return beats.map((b) => {
     const state = states.get(b.workerId);
     if (state === undefined) return null;
+    if (state === 'deregistered') return 'deregistered';
     return {
       cancel: b.leases.filter((l) => held.get(`${b.workerId}:${l.jobId}`) === true).map((l) => l.jobId),
       lost: b.leases.filter((l) => !held.has(`${b.workerId}:${l.jobId}`)).map((l) => l.jobId),
@@ -70,21 +74,36 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
 
 /**
  * For a heartbeat woken while it waited: the worker's running jobs with a cancel requested (those
- * it claimed after the heartbeat began included), and whether it is to drain.
+ * it claimed after the heartbeat began included), whether it is to drain, and whether it was
+ * deregistered meanwhile.
  */
-export async function cancelsAndDrain(db: Db, workerId: string): Promise<{ cancel: number[]; drain: boolean }> {
-  const rows = (await sql<{ id: number | null; drain: boolean }>`
-    SELECT j.id, w.state = 'draining' AS drain FROM workers w
+export async function cancelsAndDrain(db: Db, workerId: string): Promise<{ cancel: number[]; drain: boolean; deregistered: boolean }> {
+  const rows = (await sql<{ id: number | null; state: string }>`
+    SELECT j.id, w.state FROM workers w
     LEFT JOIN jobs j ON j.worker_id = w.id AND j.state = 'running' AND j.cancel_requested
     WHERE w.id = ${workerId}`.execute(db)).rows;
-  return { cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])), drain: rows[0]?.drain ?? false };
+  const state = rows[0]?.state;
+  return { cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])), drain: state === 'draining', deregistered: state === 'deregistered' };
 }
 
-export async function setWorkerState(db: Db, workerId: string, state: 'draining' | 'gone'): Promise<WorkerRow> {
+export async function setWorkerState(db: Db | Transaction<Database>, workerId: string, state: 'draining' | 'deregistered'): Promise<WorkerRow> {
   const row = await db.updateTable('workers').set({ state }).where('id', '=', workerId).returningAll().executeTakeFirst();
   if (!row) throw notFound(`worker ${workerId}`);
-  if (state === 'draining') await sql`SELECT pg_notify('skipjack_drain', ${workerId})`.execute(db);
+  // Wakes the worker's held heartbeat and its long-poll, on whichever server they wait.
+  await sql`SELECT pg_notify('skipjack_drain', ${workerId})`.execute(db);
   return row as WorkerRow;
+}
+
+/**
+ * Deregistration is final: the worker's heartbeats are refused from now on, and every lease it
+ * holds is taken back now, its jobs requeued (or failed, their attempts spent) as lost runs.
+ * In one transaction, so that no claim of the worker's slips in between.
+ */
+export async function deregisterWorker(db: Db, workerId: string): Promise<{ worker: WorkerRow; reaped: ReapedJob[] }> {
+  return db.transaction().execute(async (trx) => {
+    const worker = await setWorkerState(trx, workerId, 'deregistered');
+    return { worker, reaped: await reapWorkerLeases(trx, workerId) };
+  });
 }
 
 export async function getWorker(db: Db, workerId: string): Promise<WorkerRow> {
@@ -106,7 +125,7 @@ export async function allocations(db: Db, workerIds: string[]): Promise<Map<stri
 
 export async function listWorkers(db: Db, includeGone = false): Promise<WorkerView[]> {
   let q = db.selectFrom('workers').selectAll().orderBy('registered_at');
-  if (!includeGone) q = q.where('state', '!=', 'gone');
+  if (!includeGone) q = q.where('state', 'not in', ['gone', 'deregistered']);
   const rows = (await q.execute()) as WorkerRow[];
   const alloc = await allocations(db, rows.map((r) => r.id));
   return rows.map((r) => toWorkerView(r, alloc.get(r.id)));

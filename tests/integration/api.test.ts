@@ -153,6 +153,27 @@ test('an idempotency key makes a repeat return the first job', async () => {
   expect(n).toBe(2);
 });
 
+test('a deregistered worker stays out: its leases are taken back at once, and its heartbeats are refused without bringing it back', async () => {
+  const w = await t.client.register({ name: 'deregistered', queues: ['deregistered'] });
+  const job = await t.client.enqueue({ command: ['sleep', '60'], queue: 'deregistered', maxAttempts: 3 });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  expect(claimed.id).toBe(job.id);
+  expect((await t.client.deregister(w.id)).state).toBe('deregistered');
+  // Taken back by the DELETE itself, not by the reaper later: the run is lost, the job pending again.
+  expect(await t.client.getJob(job.id)).toMatchObject({ state: 'pending', endReason: 'lost', error: 'the worker was deregistered' });
+  const lease = { jobId: job.id, leaseToken: claimed.leaseToken };
+  const refused = await t.client.workerHeartbeat(w.id, [lease]).then(() => null, (e: ApiRequestError) => e);
+  expect([refused?.status, refused?.code]).toEqual([410, 'worker_deregistered']);
+  // Before, a heartbeat made a deregistered worker active again.
+  expect((await t.client.request<{ state: string }>('GET', `/workers/${w.id}`)).state).toBe('deregistered');
+  expect((await t.client.workers()).workers.map((x) => x.id)).not.toContain(w.id);
+  expect(await status(t.client.release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }))).toBe(409);
+  expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
+  // Deregistering again changes nothing and is no error.
+  expect((await t.client.deregister(w.id)).state).toBe('deregistered');
+  expect((await t.client.getJob(job.id)).state).toBe('pending');
+});
+
 test('claim, heartbeat, log, release: the happy path, and fencing against a stale token', async () => {
   await sql`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE state = 'pending'`.execute(t.tdb.db);
   const w = await register();
@@ -437,7 +458,7 @@ test('a heartbeat extends leases in place (HOT updates), not by writing index en
   const heartbeat = () => t.tdb.db.transaction().execute(async (trx) => {
     const before = await counters(trx);
     const [answer] = await workerHeartbeats(trx, [{ workerId: w.id, leases }], 60_000);
-    expect(answer?.lost).toEqual([]);
+    expect(answer).toMatchObject({ lost: [] });
     const after = await counters(trx);
     return { updated: after.upd - before.upd, hot: after.hot - before.hot };
   });

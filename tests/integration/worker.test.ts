@@ -104,6 +104,26 @@ test('drain: the worker stops claiming, finishes its job, and deregisters', asyn
   expect((await t.client.getJob(queued.id)).state).toBe('pending');
 });
 
+test('a worker an operator deregisters stops its jobs at once, unreleased, and stops claiming', async () => {
+  // Heartbeats 40 minutes apart: the held heartbeat, woken by the deregistration, is what tells the worker.
+  const server = await startServer({ ...t.config, port: 0, leaseTtlMs: 7_200_000 }, quietLog);
+  try {
+    const w = await startWorker('deregister', server.url);
+    const job = await t.client.enqueue({ command: ['sleep', '60'], queue: 'deregister' });
+    await until('job running', async () => w.runningJobIds.includes(job.id));
+    await t.client.deregister(w.workerId);
+    await until('job stopped on the worker', async () => w.runningJobIds.length === 0, 10_000);
+    const attempts = (await t.client.request<{ attempts: { outcome: string; error: string | null }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+    expect(attempts).toEqual([expect.objectContaining({ outcome: 'lost', error: 'the worker was deregistered' })]);
+    // Nothing claims it again: the worker stopped.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await t.client.getJob(job.id)).state).toBe('pending');
+  } finally {
+    await Promise.all(workers.splice(0).map((x) => x.shutdown()));
+    await server.close();
+  }
+});
+
 test('room freed by a finished job is used at once, not after the long-poll times out', async () => {
   await startWorker('room', t.server.url, { pollWaitMs: 20_000, capacity: { cpu: 1000, slots: 4 } });
   const big = { cpu: 800 };
