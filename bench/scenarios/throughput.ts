@@ -24,8 +24,8 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
       const workers = await startWorkers(sj.server.url, c.processes, c.slots, { nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`) });
       const cpu = new CpuMeter();
       try {
-        await insertBacklog(sj.pool, warmUp(n), ['true']);
-        await waitTerminal(sj, warmUp(n), `skipjack ${label}: warm-up`);
+        await insertBacklog(sj.pool, n, ['true']);
+        await waitTerminal(sj, n, `skipjack ${label}: warm-up`);
         await sj.pool.query('TRUNCATE jobs, job_attempts, job_logs');
         await cpu.begin(sj.pool, workers.procs.map((p) => p.pid!));
         await insertBacklog(sj.pool, n, ['true']);
@@ -43,13 +43,12 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
 }
 
 /**
- * Every system drains a quarter of the backlog first, unmeasured: compiled code, not the first
- * seconds of a fresh process, is what runs a long drain. Skipjack's workers start anew for each
- * configuration; without it they ran part of the measured drain unoptimized (workers' CPU per job
- * 31-36 us instead of 18-24 in probe runs of 20,000 jobs).
+ * Every system first drains as many jobs as are then measured, unmeasured: compiled code, not the
+ * first seconds of a fresh process, is what runs a long drain. Skipjack's workers start anew for
+ * each configuration, and a worker runs its per-request code once per thousand jobs, so that code
+ * is compiled late: after a warm-up of a quarter of the backlog (5,000 jobs) the workers spent
+ * 23-25 us of CPU per job, after 20,000 13-14 us (probe runs, 2 workers, 20,000 jobs measured).
  */
-const warmUp = (n: number) => Math.round(n / 4);
-
 export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> {
   const n = ctx.quick ? 5_000 : 20_000;
   // 1,000 slots: a request claims, and carries, at most that many (MAX_BATCH).
@@ -61,7 +60,7 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
   const peerRuns: Record<string, PeerRun[]> = { 'graphile-worker': [], 'pg-boss': [] };
   // Each peer variant drains a warm-up backlog on a database of its own first, as Skipjack's workers do.
   const measured = async (label: string, drain: (url: string, jobs: number, cpu?: CpuMeter) => Promise<DrainResult>): Promise<PeerRun> => {
-    await withBenchDatabase(ctx.pg, `${label}_warm`, (url) => drain(url, warmUp(n)));
+    await withBenchDatabase(ctx.pg, `${label}_warm`, (url) => drain(url, n));
     const cpu = new CpuMeter();
     const r = await withBenchDatabase(ctx.pg, label, (url) => drain(url, n, cpu));
     return { ...r, cpuUsPerJob: perJob(cpu.use, n) };
@@ -105,7 +104,7 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
     peers,
     ratios,
     notes: [
-      `${n} noop jobs queued before the clock starts, after each system drained ${warmUp(n)} to warm up. Skipjack: min(started_at) to max(finished_at) in the jobs table, workers are separate processes over HTTP (executor 'noop'), started and warmed up before the backlog is stored in one statement (the warm-up's rows truncated), so that no worker's start-up falls inside the drain.`,
+      `${n} noop jobs queued before the clock starts, after each system drained as many to warm up. Skipjack: min(started_at) to max(finished_at) in the jobs table, workers are separate processes over HTTP (executor 'noop'), started and warmed up before the backlog is stored in one statement (the warm-up's rows truncated), so that no worker's start-up falls inside the drain.`,
       'graphile-worker: first task start to its last row leaving _private_jobs; pg-boss: min(started_on) to max(completed_on). Both run in the bench process.',
       'CPU us/job: CPU time from the enqueue to the last job done, over the jobs, from /proc: PostgreSQL (when on this machine), the bench process (the Skipjack server, or the peer), the worker processes. With every core busy, jobs/s follow it.',
     ],
