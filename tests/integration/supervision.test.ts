@@ -166,6 +166,20 @@ test('restart policy on-failure: restarts until the program succeeds; each run i
   expect(await t.client.logs(job.id)).toBe('--- run 1 ---\nrun 1\n--- run 2 ---\nrun 2\n--- run 3 ---\nrun 3\n');
 });
 
+test("a cancel while a restart waits out its delay ends the job at once, not after the delay", async () => {
+  await agent('restart-wait');
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo ran; exit 3'], queue: 'restart-wait',
+    restart: { policy: 'always', maxRestarts: 5, windowSeconds: 600, delaySeconds: 60, backoff: 1 },
+  });
+  await until('the first run to end', async () => (await t.client.logs(job.id)).includes('ran'));
+  const asked = Date.now();
+  await t.client.cancel(job.id);
+  expect(await finished(job.id, 15_000)).toMatchObject({ state: 'cancelled' });
+  expect(Date.now() - asked).toBeLessThan(15_000);
+  expect((await attempts(job.id)).map((a) => a.outcome)).toEqual(['cancelled']);
+});
+
 test('a crash loop is detected and reported, not spun forever', async () => {
   await agent('crash');
   const job = await t.client.enqueue({
