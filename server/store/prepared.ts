@@ -3,17 +3,23 @@
 // insert-and-claim of one job spends 0.6-1 ms of its 2.5-3.5 ms there on this VM (bench/ latency).
 // A migration that changes a table under a running server changes such a statement's result
 // type; PostgreSQL then refuses to run it (0A000), and it is prepared again under a new name.
-// (A transaction-mode PgBouncer before 1.21 cannot keep named statements; see the README.)
+// Behind a pooler that loses named statements between calls (PgBouncer in transaction mode
+// before 1.21), they are given up for unnamed ones at the first sign of it.
 import { createHash } from 'node:crypto';
 import type { CompiledQuery } from 'kysely';
 import pg from 'pg';
 
 export class PreparedStatements {
   private generation = 0;
+  /** Set once a statement prepared earlier has gone missing: unnamed statements from then on. */
+  private unnamed = false;
 
-  constructor(private pool: pg.Pool) {}
+  /** `onLost` hears, once, that named statements do not last between calls on this pool. */
+  constructor(private pool: pg.Pool, private onLost: (err: Error) => void = () => {}) {}
 
   async rows<R>(query: CompiledQuery<R>): Promise<R[]> {
+    const values = [...query.parameters];
+    if (this.unnamed) return (await this.pool.query(query.sql, values)).rows as R[];
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
@@ -21,8 +27,9 @@ export class PreparedStatements {
         const generation = this.generation;
         const name = `skipjack_${generation}_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
         try {
-          return (await client.query({ name, text: query.sql, values: [...query.parameters] })).rows as R[];
+          return (await client.query({ name, text: query.sql, values })).rows as R[];
         } catch (err) {
+          if (lostStatement(err)) return await this.unnamedFromNowOn(client, query.sql, values, err as Error);
           if (retried || !stalePlan(err)) throw err;
           // Once for all connections, however many saw the change at the same moment.
           if (this.generation === generation) this.generation++;
@@ -36,7 +43,21 @@ export class PreparedStatements {
       client.release(broken);
     }
   }
+
+  /**
+   * A pooler in transaction mode (PgBouncer before 1.21, or without max_prepared_statements)
+   * sends each call to whichever server connection is free: a statement prepared on one is
+   * missing on the next, or already there under its name. Unnamed statements work through it.
+   */
+  private async unnamedFromNowOn<R>(client: pg.PoolClient, text: string, values: unknown[], err: Error): Promise<R[]> {
+    if (!this.unnamed) this.onLost(err);
+    this.unnamed = true;
+    return (await client.query(text, values)).rows as R[];
+  }
 }
+
+/** A named statement this connection prepared is not on the server it reached, or another one is there by that name. */
+const lostStatement = (err: unknown) => err instanceof pg.DatabaseError && (err.code === '26000' || err.code === '42P05');
 
 /** The plan of a named statement no longer fits a table it reads. */
 const stalePlan = (err: unknown) =>

@@ -390,6 +390,26 @@ test('a prepared statement outlives a change to the table it returns: it is prep
   }
 });
 
+test('named statements lost between calls (a pooler in transaction mode) are given up for unnamed ones, said once', async () => {
+  const pool = new pg.Pool({ connectionString: t.tdb.url, max: 1 });
+  const lost: string[] = [];
+  const statements = new PreparedStatements(pool, (err) => lost.push(err.message));
+  const query = sql<{ id: number }>`SELECT * FROM jobs WHERE id = ${-1}`.compile(t.tdb.db);
+  const prepared = async () => Number((await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n);
+  try {
+    expect(await statements.rows(query)).toEqual([]);
+    expect(await prepared()).toBe(1);
+    // What a transaction-mode pooler does: the next call reaches a server connection without it.
+    await pool.query('DEALLOCATE ALL');
+    expect(await statements.rows(query)).toEqual([]);
+    expect(await statements.rows(query)).toEqual([]);
+    expect(lost).toEqual([expect.stringContaining('does not exist')]);
+    expect(await prepared()).toBe(0);
+  } finally {
+    await pool.end();
+  }
+});
+
 test('a claim that locked rows it did not take says so (NOTIFY), or claimers that skipped them would sleep', async () => {
   const w = await t.client.register({ name: 'two-queues', queues: ['left-a', 'left-b'], capacity: { slots: 10 } });
   await t.client.enqueueBatch([5, 5, 1, 1].map((priority, i) => ({ command: ['true'], priority, queue: i < 2 ? 'left-a' : 'left-b' })));
