@@ -53,7 +53,9 @@ export function table(rows: (string | number | null | undefined)[][]): string {
 }
 
 function fmt(n: number): string {
-  if (!Number.isFinite(n)) return String(n);
+  // A variant that measured nothing (no job within the time) shows dashes, not NaN.
+  if (!Number.isFinite(n)) return '-';
+  if (Number.isInteger(n)) return String(n);
   if (Math.abs(n) >= 100) return n.toFixed(0);
   if (Math.abs(n) >= 10) return n.toFixed(1);
   return n.toFixed(2);
