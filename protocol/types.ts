@@ -77,6 +77,11 @@ export interface WorkerHeartbeatResponse {
   lost: number[];
   /** The operator asked this worker to drain. */
   drain: boolean;
+  /**
+   * An operator deregistered this worker: every lease it named is lost and `drain` is set, so
+   * that a worker of any version stops those jobs and stops.
+   */
+  deregistered?: true;
 }
 
 export interface ApiError {

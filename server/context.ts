@@ -27,7 +27,7 @@ export interface AppContext {
   sleepingClaims: SleepingClaims;
   knownWorkers: KnownWorkers;
   /** Worker heartbeats, gathered for a moment and written in one statement. */
-  heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | 'deregistered' | null>;
+  heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;
   /** Aborted when the server starts to close: long-polls answer at once, empty. */
   closing: AbortSignal;
 }

@@ -96,6 +96,11 @@ export class WorkerAgent {
     return this.opts.capacity?.slots ?? 4;
   }
 
+  /** active: claiming; draining: claiming no more, its jobs finishing; stopped: claiming and heartbeating no more. */
+  get lifecycle(): 'active' | 'draining' | 'stopped' {
+    return this.stopped ? 'stopped' : this.draining ? 'draining' : 'active';
+  }
+
   get runningJobIds(): number[] {
     return [...this.running.keys()];
   }
@@ -288,6 +293,7 @@ export class WorkerAgent {
         this.heartbeatWaits = false;
         return this.client.workerHeartbeat(this.id, leases);
       });
+      if (answer.deregistered) return this.deregistered();
       for (const id of answer.cancel) {
         const run = this.running.get(id)?.run;
         if (run) {
@@ -304,7 +310,6 @@ export class WorkerAgent {
       }
     } catch (err) {
       if (this.stopped) return;
-      if (err instanceof ApiRequestError && err.status === 410) return this.deregistered();
       // Running jobs keep running: the lease TTL gives the server time to come back.
       this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running');
     }
@@ -312,7 +317,7 @@ export class WorkerAgent {
 
   /** An operator deregistered this worker: the server took its leases back, so its jobs stop unreleased, and it stops. */
   private deregistered(): void {
-    if (!this.draining) this.log.error({ running: this.running.size }, 'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping');
+    this.log.warn({ running: this.running.size }, 'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping');
     for (const { run } of this.running.values()) run.onLeaseLost();
     if (!this.draining) void this.shutdown();
   }

@@ -9,9 +9,9 @@ import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../s
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, cancelsAndDrain, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
-import { HttpError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 
 export function workerRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -43,14 +43,13 @@ export function workerRoutes(ctx: AppContext): Router {
     try {
       const answer = await ctx.heartbeats.submit({ workerId: id, leases });
       if (!answer) throw notFound(`worker ${id}`);
-      if (answer === 'deregistered') throw deregistered(id);
-      for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
+      if (answer.deregistered) ctx.log.info({ workerId: id, leases: leases.length }, 'heartbeat from a deregistered worker; told to stop');
+      else for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
       const nothingToSay = answer.cancel.length === 0 && !answer.drain;
       if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs)))) return void res.json(answer);
       // Woken by a cancel, a drain or a deregistration: say which.
-      const { deregistered: gone, ...said } = await cancelsAndDrain(ctx.db, id);
-      if (gone) throw deregistered(id);
-      res.json({ ...said, lost: answer.lost });
+      const { deregistered, ...said } = await cancelsAndDrain(ctx.db, id);
+      res.json(deregistered ? deregisteredAnswer(leases) : { ...said, lost: answer.lost });
     } finally {
       news?.stop();
     }
@@ -63,7 +62,7 @@ export function workerRoutes(ctx: AppContext): Router {
     res.json(toWorkerView(w));
   });
 
-  // Final: its leases are taken back now, and its heartbeats are refused (410) from now on.
+  // Final: its leases are taken back now, and its heartbeats are answered with a stop from now on.
   r.delete('/workers/:id', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
     const { worker, reaped } = await deregisterWorker(ctx.db, id);
@@ -221,6 +220,3 @@ function logClaims(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   ctx.metrics.claimed.inc(jobs.length);
   for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
 }
-
-const deregistered = (workerId: string) =>
-  new HttpError(410, 'worker_deregistered', `worker ${workerId} was deregistered: it holds no lease and may not heartbeat; register again to take work`);

@@ -38,9 +38,14 @@ export async function releaseJobs(db: Db, releases: ReleaseRequest[]): Promise<M
 
 export type ReleaseRequest = ReleaseInput & { jobId: number };
 
-/** The releases as skipjack_release's seven arrays, one per field. */
+/**
+ * The releases as skipjack_release's seven arrays, one per field, in job id order: the order its
+ * rows are locked in, the same for every statement that locks many jobs (no deadlock between two
+ * of them). Answers are matched by job id, not by position.
+ */
 export function releaseArgs(releases: ReleaseRequest[]) {
-  const col = <T>(f: (r: ReleaseRequest) => T) => releases.map(f);
+  const sorted = [...releases].sort((a, b) => a.jobId - b.jobId);
+  const col = <T>(f: (r: ReleaseRequest) => T) => sorted.map(f);
   const reasonOf = (r: ReleaseInput) => r.reason ?? (r.outcome === 'cancelled' ? 'cancelled' : 'exited');
   return sql`${col((r) => r.jobId)}::bigint[], ${col((r) => r.leaseToken)}::uuid[], ${col((r) => r.outcome)}::text[],
     ${col((r) => r.exitCode ?? null)}::int[], ${col((r) => r.signal ?? null)}::text[], ${col((r) => r.error ?? null)}::text[],

@@ -14,11 +14,12 @@ export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob
 
 /**
  * Every lease a deregistered worker holds, taken back at once. Waits on a release or heartbeat in
- * flight (no SKIP LOCKED): no lease of the worker may outlive its deregistration.
+ * flight (no SKIP LOCKED): no lease of the worker may outlive its deregistration. Rows are locked
+ * in id order, as releases and heartbeats lock them, so that none of them deadlocks with another.
  */
 export async function reapWorkerLeases(db: Db, workerId: string): Promise<ReapedJob[]> {
   return takeBackLeases(db, sql`
-    SELECT id, worker_id FROM jobs WHERE worker_id = ${workerId} AND state = 'running' FOR UPDATE`, 'the worker was deregistered');
+    SELECT id, worker_id FROM jobs WHERE worker_id = ${workerId} AND state = 'running' ORDER BY id FOR UPDATE`, 'the worker was deregistered');
 }
 
 /** The runs of the rows `lost` selects (and locks) end as lost; their jobs go back to pending, or fail when their attempts are spent. */

@@ -6,7 +6,7 @@ import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.j
 import type { Transaction } from 'kysely';
 import type { Database, Db, WorkerRow } from '../db.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
-import { notFound } from '../errors.js';
+import { HttpError, notFound } from '../errors.js';
 
 type Registration = z.output<typeof registerWorkerSchema>;
 export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
@@ -38,14 +38,17 @@ export interface Heartbeat {
 /**
  * Marks workers alive and extends every lease each still holds, for many workers in one
  * statement. Leases a worker names but no longer holds come back as `lost`, so it stops acting
- * on those jobs. A worker the server does not know gets null; a deregistered one, 'deregistered'
- * (it holds no lease: they were taken back when it was deregistered).
+ * on those jobs. A worker the server does not know gets null; a deregistered one, its
+ * deregistered answer.
  */
-export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | 'deregistered' | null)[]> {
-  const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId })));
+export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | null)[]> {
+  // In job id order, the order the rows are locked in (see releaseArgs).
+  const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId }))).sort((a, b) => a.jobId - b.jobId);
   const rows = (await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
     WITH w AS (
-      UPDATE workers SET last_seen_at = now(), state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
+      -- A silent worker marked gone is back; a deregistered one stays out, unseen.
+      UPDATE workers SET last_seen_at = CASE WHEN state = 'deregistered' THEN last_seen_at ELSE now() END,
+        state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
       WHERE id = ANY(${beats.map((b) => b.workerId)}::uuid[]) RETURNING id, state
     ), l AS (
       UPDATE jobs j SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
@@ -63,7 +66,7 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
   return beats.map((b) => {
     const state = states.get(b.workerId);
     if (state === undefined) return null;
-    if (state === 'deregistered') return 'deregistered';
+    if (state === 'deregistered') return deregisteredAnswer(b.leases);
     return {
       cancel: b.leases.filter((l) => held.get(`${b.workerId}:${l.jobId}`) === true).map((l) => l.jobId),
       lost: b.leases.filter((l) => !held.has(`${b.workerId}:${l.jobId}`)).map((l) => l.jobId),
@@ -86,9 +89,22 @@ export async function cancelsAndDrain(db: Db, workerId: string): Promise<{ cance
   return { cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])), drain: state === 'draining', deregistered: state === 'deregistered' };
 }
 
+/**
+ * What a deregistered worker's heartbeat is told, in words every worker version acts on: each
+ * lease it names is lost (it stops those jobs), and it is to drain (it stops).
+ */
+export const deregisteredAnswer = (leases: { jobId: number }[]): WorkerHeartbeatResponse =>
+  ({ cancel: [], lost: leases.map((l) => l.jobId), drain: true, deregistered: true });
+
+/** Deregistration is final: a deregistered worker is not set draining again (409). */
 export async function setWorkerState(db: Db | Transaction<Database>, workerId: string, state: 'draining' | 'deregistered'): Promise<WorkerRow> {
-  const row = await db.updateTable('workers').set({ state }).where('id', '=', workerId).returningAll().executeTakeFirst();
-  if (!row) throw notFound(`worker ${workerId}`);
+  let q = db.updateTable('workers').set({ state }).where('id', '=', workerId);
+  if (state === 'draining') q = q.where('state', '!=', 'deregistered');
+  const row = await q.returningAll().executeTakeFirst();
+  if (!row) {
+    await getWorker(db, workerId); // 404 if there is no such worker
+    throw new HttpError(409, 'worker_deregistered', `worker ${workerId} was deregistered; it cannot drain`);
+  }
   // Wakes the worker's held heartbeat and its long-poll, on whichever server they wait.
   await sql`SELECT pg_notify('skipjack_drain', ${workerId})`.execute(db);
   return row as WorkerRow;
@@ -106,7 +122,7 @@ export async function deregisterWorker(db: Db, workerId: string): Promise<{ work
   });
 }
 
-export async function getWorker(db: Db, workerId: string): Promise<WorkerRow> {
+export async function getWorker(db: Db | Transaction<Database>, workerId: string): Promise<WorkerRow> {
   const row = await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst();
   if (!row) throw notFound(`worker ${workerId}`);
   return row as WorkerRow;

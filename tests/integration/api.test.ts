@@ -153,7 +153,7 @@ test('an idempotency key makes a repeat return the first job', async () => {
   expect(n).toBe(2);
 });
 
-test('a deregistered worker stays out: its leases are taken back at once, and its heartbeats are refused without bringing it back', async () => {
+test('a deregistered worker stays out: its leases are taken back at once, and its heartbeats tell it to stop without bringing it back', async () => {
   const w = await t.client.register({ name: 'deregistered', queues: ['deregistered'] });
   const job = await t.client.enqueue({ command: ['sleep', '60'], queue: 'deregistered', maxAttempts: 3 });
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
@@ -162,10 +162,11 @@ test('a deregistered worker stays out: its leases are taken back at once, and it
   // Taken back by the DELETE itself, not by the reaper later: the run is lost, the job pending again.
   expect(await t.client.getJob(job.id)).toMatchObject({ state: 'pending', endReason: 'lost', error: 'the worker was deregistered' });
   const lease = { jobId: job.id, leaseToken: claimed.leaseToken };
-  const refused = await t.client.workerHeartbeat(w.id, [lease]).then(() => null, (e: ApiRequestError) => e);
-  expect([refused?.status, refused?.code]).toEqual([410, 'worker_deregistered']);
-  // Before, a heartbeat made a deregistered worker active again.
+  // Said in words a worker of any version acts on: the lease is lost, and it is to drain.
+  expect(await t.client.workerHeartbeat(w.id, [lease])).toEqual({ cancel: [], lost: [job.id], drain: true, deregistered: true });
+  // Before, a heartbeat made a deregistered worker active again, its lease extended.
   expect((await t.client.request<{ state: string }>('GET', `/workers/${w.id}`)).state).toBe('deregistered');
+  expect(await status(t.client.drain(w.id))).toBe(409);
   expect((await t.client.workers()).workers.map((x) => x.id)).not.toContain(w.id);
   expect(await status(t.client.release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }))).toBe(409);
   expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);

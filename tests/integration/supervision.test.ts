@@ -172,7 +172,9 @@ test("a cancel while a restart waits out its delay ends the job at once, not aft
     command: ['sh', '-c', 'echo ran; exit 3'], queue: 'restart-wait',
     restart: { policy: 'always', maxRestarts: 5, windowSeconds: 600, delaySeconds: 60, backoff: 1 },
   });
-  await until('the first run to end', async () => (await t.client.logs(job.id)).includes('ran'));
+  await until('the first run to print', async () => (await t.client.logs(job.id)).includes('ran'));
+  // Its process has exited by now; the worker waits out the restart's delay.
+  await new Promise((r) => setTimeout(r, 300));
   const asked = Date.now();
   await t.client.cancel(job.id);
   expect(await finished(job.id, 15_000)).toMatchObject({ state: 'cancelled' });
