@@ -7,7 +7,8 @@ import pino from 'pino';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
 import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
-import { workerHeartbeats } from '../../server/store/workers.js';
+import { deregisterWorker, workerHeartbeats } from '../../server/store/workers.js';
+import { releaseJobs } from '../../server/store/leases.js';
 import { PreparedStatements } from '../../server/store/prepared.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
@@ -173,6 +174,21 @@ test('a deregistered worker stays out: its leases are taken back at once, and it
   // Deregistering again changes nothing and is no error.
   expect((await t.client.deregister(w.id)).state).toBe('deregistered');
   expect((await t.client.getJob(job.id)).state).toBe('pending');
+});
+
+test('a deregistration and a release batch of the same jobs, at once, do not deadlock: both lock jobs in id order', async () => {
+  // A worker sends its outcomes in the order its jobs ended, not in id order.
+  for (let round = 0; round < 10; round++) {
+    const queue = `deadlock-${round}`;
+    const w = await t.client.register({ name: queue, queues: [queue], capacity: { slots: 300 } });
+    await t.client.enqueueBatch(Array.from({ length: 300 }, () => ({ command: ['true'], queue })));
+    const { jobs } = await t.client.claim(w.id, 300);
+    expect(jobs).toHaveLength(300);
+    const releases = jobs.reverse().map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded' as const, exitCode: 0 }));
+    const [released, { reaped }] = await Promise.all([releaseJobs(t.tdb.db, releases), deregisterWorker(t.tdb.db, w.id)]);
+    // Each job either finished by its release or was taken back: never both, never neither.
+    expect(released.size + reaped.length).toBe(300);
+  }
 });
 
 test('claim, heartbeat, log, release: the happy path, and fencing against a stale token', async () => {
