@@ -1,9 +1,8 @@
 // Worker registry: register, heartbeat (with the leases it holds), drain, deregister.
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { z } from 'zod';
 import type { registerWorkerSchema } from '../../protocol/schemas.js';
 import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
-import type { Transaction } from 'kysely';
 import type { Database, Db, WorkerRow } from '../db.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { HttpError, notFound } from '../errors.js';
@@ -111,9 +110,9 @@ export async function setWorkerState(db: Db | Transaction<Database>, workerId: s
 }
 
 /**
- * Deregistration is final: the worker's heartbeats are refused from now on, and every lease it
- * holds is taken back now, its jobs requeued (or failed, their attempts spent) as lost runs.
- * In one transaction, so that no claim of the worker's slips in between.
+ * Deregistration is final: every lease the worker holds is taken back now, as the reaper takes
+ * back an expired one (a lost run), and its heartbeats are told to stop from now on. In one
+ * transaction, so that no claim of the worker's slips in between.
  */
 export async function deregisterWorker(db: Db, workerId: string): Promise<{ worker: WorkerRow; reaped: ReapedJob[] }> {
   return db.transaction().execute(async (trx) => {
