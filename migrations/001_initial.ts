@@ -108,8 +108,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (job_id, attempt, byte_offset)
     );
 
-    -- Wake long-polling claimers. The payload is the epoch millisecond (rounded down) the job becomes
-    -- due, so a listener can arm a timer for a delayed job; identical payloads in one transaction fold into one.
+    ${notifyTriggers}
+  `.execute(db);
+}
+
+// Wake long-polling claimers. The payload is the epoch millisecond (rounded down) the job becomes
+// due, so a listener can arm a timer for a delayed job; identical payloads in one transaction fold
+// into one. (Migration 007 replaces these, and puts them back when undone.)
+export const notifyTriggers = sql`
     CREATE FUNCTION skipjack_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       PERFORM pg_notify('skipjack_jobs', NEW.queue || ' ' || floor(extract(epoch FROM NEW.run_at) * 1000)::bigint::text);
@@ -118,9 +124,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs
       FOR EACH ROW WHEN (NEW.state = 'pending') EXECUTE FUNCTION skipjack_notify_pending();
     CREATE TRIGGER jobs_notify_update AFTER UPDATE OF state ON jobs
-      FOR EACH ROW WHEN (NEW.state = 'pending' AND OLD.state <> 'pending') EXECUTE FUNCTION skipjack_notify_pending();
-  `.execute(db);
-}
+      FOR EACH ROW WHEN (NEW.state = 'pending' AND OLD.state <> 'pending') EXECUTE FUNCTION skipjack_notify_pending();`;
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`

@@ -6,6 +6,7 @@ import * as m003 from './003_lean_claim_and_release.js';
 import * as m004 from './004_cached_plans.js';
 import * as m005 from './005_hot_heartbeats.js';
 import * as m006 from './006_worker_deregistered.js';
+import * as m007 from './007_notify_job_ids.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '004_cached_plans': m004,
   '005_hot_heartbeats': m005,
   '006_worker_deregistered': m006,
+  '007_notify_job_ids': m007,
 };

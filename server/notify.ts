@@ -22,6 +22,7 @@ export class NotifyHub {
   onWakeSkipped: (() => void) | null = null;
   private checking = false;
   private queuesToCheck = new Set<string>();
+  private jobsToCheck = new Set<string>();
   private dueTimer: NodeJS.Timeout | null = null;
   private nextDue = Infinity;
 
@@ -76,18 +77,23 @@ export class NotifyHub {
    * Every long-poll asleep here wakes for a job NOTIFY and claims, so one job used to cost a
    * claim per sleeping worker. Most such jobs are gone by the time the NOTIFY comes: an enqueue
    * hands its job to a sleeping claim in the insert's own statement. So first one query, on this
-   * connection: if no job of the NOTIFY's queue is pending and due, nobody wakes. One query at a
-   * time; the queues of NOTIFYs that come meanwhile go in the next.
+   * connection: nobody wakes unless the NOTIFY's job is still pending and due, or, for a NOTIFY
+   * that names no job (a bulk insert), some job of its queue. One query at a time; the jobs and
+   * queues of NOTIFYs that come meanwhile go in the next.
    */
   private async wakeIfPending(payload: string): Promise<void> {
-    this.queuesToCheck.add(payload.split(' ')[0]); // '' (ANY_QUEUE) from a NOTIFY without a queue
+    const [queue, , id] = payload.split(' ');
+    if (id) this.jobsToCheck.add(id);
+    else this.queuesToCheck.add(queue); // '' (ANY_QUEUE) from a NOTIFY without a queue
     if (this.checking) return;
     this.checking = true;
     try {
-      while (this.queuesToCheck.size > 0 && !this.closed) {
+      while ((this.queuesToCheck.size > 0 || this.jobsToCheck.size > 0) && !this.closed) {
         const queues = [...this.queuesToCheck];
+        const jobs = [...this.jobsToCheck];
         this.queuesToCheck.clear();
-        if (await this.nonePending(queues)) this.onWakeSkipped?.();
+        this.jobsToCheck.clear();
+        if (await this.nonePending(queues, jobs)) this.onWakeSkipped?.();
         else this.dispatchDue('');
       }
     } finally {
@@ -96,14 +102,17 @@ export class NotifyHub {
   }
 
   /** True only when the database says so: on any doubt, wake. */
-  private async nonePending(queues: string[]): Promise<boolean> {
+  private async nonePending(queues: string[], jobs: string[]): Promise<boolean> {
     const client = this.client;
     if (!client) return false;
-    const anyQueue = queues.includes(ANY_QUEUE);
+    const due = `SELECT 1 FROM jobs WHERE state = 'pending' AND run_at <= now()`;
+    const any: string[] = [];
+    const values: unknown[] = [];
+    if (queues.includes(ANY_QUEUE)) any.push(`EXISTS (${due})`);
+    else if (queues.length > 0) any.push(`EXISTS (${due} AND queue = ANY ($${values.push(queues)}::text[]))`);
+    if (jobs.length > 0) any.push(`EXISTS (${due} AND id = ANY ($${values.push(jobs)}::bigint[]))`);
     try {
-      const { rows } = await client.query(
-        `SELECT NOT EXISTS (SELECT 1 FROM jobs WHERE state = 'pending' AND run_at <= now() ${anyQueue ? '' : 'AND queue = ANY ($1::text[])'}) AS none`,
-        anyQueue ? [] : [queues]);
+      const { rows } = await client.query(`SELECT NOT (${any.join(' OR ')}) AS none`, values);
       return rows[0].none === true;
     } catch {
       return false;

@@ -315,6 +315,23 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect((await second).jobs).toEqual([]);
   });
 
+  test("a pending job no sleeping worker can take does not make the next job's NOTIFY wake them all", async () => {
+    const skipped = () => metric(t.server.url, 'skipjack_job_wakeups_skipped_total');
+    const [w1, w2] = await Promise.all([t.client.register({ name: 'stuck-1', queues: ['stuck'] }), t.client.register({ name: 'stuck-2', queues: ['stuck'] })]);
+    // It waits for a worker with a GPU, which neither has; before, its queue's every NOTIFY woke both.
+    const stuck = await t.client.enqueue({ command: ['true'], queue: 'stuck', constraints: { labels: { gpu: 'a100' } }, allowUnplaceable: true });
+    const { answer: first } = await claimAsleep(w1.id, 1);
+    const { answer: second } = await claimAsleep(w2.id, 1, 3000);
+    const before = await skipped();
+    const job = await t.client.enqueue({ command: ['true'], queue: 'stuck' });
+    const { jobs } = await first;
+    expect(jobs.map((j) => j.id)).toEqual([job.id]);
+    await t.client.release(job.id, { leaseToken: jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
+    await until('the NOTIFY to be checked and dropped', async () => (await skipped()) > before);
+    expect((await second).jobs).toEqual([]);
+    expect((await t.client.getJob(stuck.id)).state).toBe('pending');
+  });
+
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
     const w = await t.client.register({ name: 'handoff-order', queues: ['handoff-order'] });
     const { answer: claim } = await claimAsleep(w.id, 1);
