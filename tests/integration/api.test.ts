@@ -299,13 +299,14 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(job).toEqual(read);
   });
 
-  test("a handed-off job's NOTIFY wakes no other long-poll: nothing is pending by the time it comes", async () => {
+  /** Two long-polls asleep on `queue`, then one enqueue: the first takes the job, and its NOTIFY wakes nobody. */
+  async function onlyTheHandOffWakes(queue: string) {
     const skipped = () => metric(t.server.url, 'skipjack_job_wakeups_skipped_total');
-    const [w1, w2] = await Promise.all([t.client.register({ name: 'herd-1', queues: ['herd'] }), t.client.register({ name: 'herd-2', queues: ['herd'] })]);
+    const [w1, w2] = await Promise.all([t.client.register({ name: `${queue}-1`, queues: [queue] }), t.client.register({ name: `${queue}-2`, queues: [queue] })]);
     const { answer: first } = await claimAsleep(w1.id, 1);
     const { answer: second } = await claimAsleep(w2.id, 1, 3000);
     const before = await skipped();
-    const job = await t.client.enqueue({ command: ['true'], queue: 'herd' });
+    const job = await t.client.enqueue({ command: ['true'], queue });
     const { jobs } = await first;
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
     // Done at once, so that no lapsed lease (1 s here) makes the job pending again.
@@ -313,22 +314,16 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     await until('the NOTIFY to be checked and dropped', async () => (await skipped()) > before);
     // The other long-poll slept on to its deadline, with nothing for it.
     expect((await second).jobs).toEqual([]);
+  }
+
+  test("a handed-off job's NOTIFY wakes no other long-poll: nothing is pending by the time it comes", async () => {
+    await onlyTheHandOffWakes('herd');
   });
 
   test("a pending job no sleeping worker can take does not make the next job's NOTIFY wake them all", async () => {
-    const skipped = () => metric(t.server.url, 'skipjack_job_wakeups_skipped_total');
-    const [w1, w2] = await Promise.all([t.client.register({ name: 'stuck-1', queues: ['stuck'] }), t.client.register({ name: 'stuck-2', queues: ['stuck'] })]);
-    // It waits for a worker with a GPU, which neither has; before, its queue's every NOTIFY woke both.
+    // It waits for a worker with a GPU, which neither sleeper has; before, every NOTIFY of its queue woke both.
     const stuck = await t.client.enqueue({ command: ['true'], queue: 'stuck', constraints: { labels: { gpu: 'a100' } }, allowUnplaceable: true });
-    const { answer: first } = await claimAsleep(w1.id, 1);
-    const { answer: second } = await claimAsleep(w2.id, 1, 3000);
-    const before = await skipped();
-    const job = await t.client.enqueue({ command: ['true'], queue: 'stuck' });
-    const { jobs } = await first;
-    expect(jobs.map((j) => j.id)).toEqual([job.id]);
-    await t.client.release(job.id, { leaseToken: jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
-    await until('the NOTIFY to be checked and dropped', async () => (await skipped()) > before);
-    expect((await second).jobs).toEqual([]);
+    await onlyTheHandOffWakes('stuck');
     expect((await t.client.getJob(stuck.id)).state).toBe('pending');
   });
 
