@@ -13,6 +13,18 @@ const reportedSignal = text().max(20);
 const seconds = (max: number) => z.number().max(max).refine((v) => v === 0 || v >= 0.001, 'must be 0 or at least 0.001');
 const positiveSeconds = (max: number) => z.number().min(0.001).max(max);
 const queueName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -');
+/** A refinement naming each item whose key (where it has one) an earlier item already had. */
+function eachOnce<T>(keyOf: (item: T) => unknown, field: string, message: string) {
+  return (items: T[], ctx: z.RefinementCtx<T[]>) => {
+    const seen = new Set<unknown>();
+    items.forEach((item, i) => {
+      const key = keyOf(item);
+      if (key === undefined) return;
+      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: [i, field], message });
+      seen.add(key);
+    });
+  };
+}
 const labelValue = z.union([text().min(1).max(200), z.array(text().min(1).max(200)).min(1).max(50)]);
 
 export const resourcesSchema = z.strictObject({
@@ -66,14 +78,8 @@ export type EnqueueJobParsed = z.output<typeof enqueueJobSchema>;
 
 export const enqueueBatchSchema = z.strictObject({
   // A key twice in one batch would store the first job and answer it for the second.
-  jobs: z.array(enqueueJobSchema).min(1).max(10_000).superRefine((jobs, ctx) => {
-    const seen = new Set<string>();
-    jobs.forEach((j, i) => {
-      if (j.idempotencyKey === undefined) return;
-      if (seen.has(j.idempotencyKey)) ctx.addIssue({ code: 'custom', path: [i, 'idempotencyKey'], message: 'this key is already used by another job of the batch' });
-      seen.add(j.idempotencyKey);
-    });
-  }),
+  jobs: z.array(enqueueJobSchema).min(1).max(10_000)
+    .superRefine(eachOnce((j) => j.idempotencyKey, 'idempotencyKey', 'this key is already used by another job of the batch')),
 });
 
 export const jobStates = ['pending', 'assigned', 'running', 'succeeded', 'failed', 'cancelled'] as const;
@@ -167,13 +173,8 @@ export type ReleaseItem = z.input<typeof releaseItemSchema>;
 export const MAX_BATCH = 1000;
 
 /** Outcomes, each job once: a second would be answered as the first, and not applied. */
-const releaseItems = () => z.array(releaseItemSchema).max(MAX_BATCH).superRefine((items, ctx) => {
-  const seen = new Set<number>();
-  items.forEach((r, i) => {
-    if (seen.has(r.jobId)) ctx.addIssue({ code: 'custom', path: [i, 'jobId'], message: 'this job is already released by an earlier item' });
-    seen.add(r.jobId);
-  });
-});
+const releaseItems = () => z.array(releaseItemSchema).max(MAX_BATCH)
+  .superRefine(eachOnce((r) => r.jobId, 'jobId', 'this job is already released by an earlier item'));
 
 export const releaseBatchSchema = z.strictObject({
   releases: releaseItems().min(1),
