@@ -7,6 +7,7 @@ import * as m004 from './004_cached_plans.js';
 import * as m005 from './005_hot_heartbeats.js';
 import * as m006 from './006_worker_deregistered.js';
 import * as m007 from './007_notify_job_ids.js';
+import * as m008 from './008_final_run_in_job_row.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '005_hot_heartbeats': m005,
   '006_worker_deregistered': m006,
   '007_notify_job_ids': m007,
+  '008_final_run_in_job_row': m008,
 };

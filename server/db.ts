@@ -56,6 +56,8 @@ export interface JobsTable {
   label_selector: ColumnType<Record<string, string[]> | null, string | null, string | null>;
   placement_deadline_at: Timestamp | null;
   worker_id: string | null;
+  /** The worker of the last run that ended (migration 008). */
+  last_worker_id: Generated<string | null>;
   assigned_at: Timestamp | null;
   lease_token: string | null;
   lease_expires_at: Timestamp | null;

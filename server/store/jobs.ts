@@ -143,13 +143,9 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
   throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });
 }
 
-/** Every ended run, plus the one in progress (recorded in job_attempts only once it ends). */
+/** Every ended run, plus the one in progress (job_runs gathers them from job_attempts and the job's row). */
 export async function listAttempts(db: Db, jobId: number) {
   return (await sql`
     SELECT job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, exit_code, signal, error
-    FROM job_attempts WHERE job_id = ${jobId}
-    UNION ALL
-    SELECT id, runs, worker_id, started_at, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM jobs WHERE id = ${jobId} AND state = 'running'
-    ORDER BY attempt`.execute(db)).rows;
+    FROM job_runs WHERE job_id = ${jobId} ORDER BY attempt`.execute(db)).rows;
 }

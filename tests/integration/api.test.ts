@@ -238,6 +238,12 @@ test('a failed run retries with backoff, then fails after maxAttempts', async ()
   expect(second.attempt).toBe(2);
   const final = await t.client.release(job.id, { leaseToken: second.leaseToken, outcome: 'failed', exitCode: 3 });
   expect(final).toMatchObject({ state: 'failed', exitCode: 3, attempts: 2 });
+  type Run = { attempt: number; outcome: string; worker_id: string; exit_code: number; ended_at: string | null };
+  const runs = (await t.client.request<{ attempts: Run[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+  expect(runs.map((r) => [r.attempt, r.outcome, r.worker_id, r.exit_code, r.ended_at !== null])).toEqual([[1, 'failed', w.id, 1, true], [2, 'failed', w.id, 3, true]]);
+  // The run that ended the job is kept in the job's row alone (migration 008); the retried one was written out.
+  const stored = (await sql<{ attempt: number }>`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}`.execute(t.tdb.db)).rows;
+  expect(stored.map((r) => r.attempt)).toEqual([1]);
 });
 
 test('cancel: a pending job at once; a running job is flagged for its worker', async () => {

@@ -33,8 +33,8 @@ test('8 concurrent claimers over 2,000 jobs: none claimed twice, none missed', a
   expect(seen.size).toBe(total);
   const counts = (await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM jobs WHERE queue = 'race' GROUP BY state`.execute(t.tdb.db)).rows;
   expect(counts).toEqual([{ state: 'succeeded', n: total }]);
-  // Each job ran exactly once: one attempt row each, all succeeded.
-  const attempts = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'race' AND a.outcome = 'succeeded'`.execute(t.tdb.db)).rows[0].n;
+  // Each job ran exactly once: one run each, all succeeded.
+  const attempts = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_runs a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'race' AND a.outcome = 'succeeded'`.execute(t.tdb.db)).rows[0].n;
   expect(attempts).toBe(total);
   // More than one claimer did real work, or this test proved nothing about concurrency.
   expect(new Set(seen.values()).size).toBeGreaterThan(1);

@@ -35,7 +35,7 @@ describe('pull mode', () => {
     expect(views.every((j) => j.state === 'running' && j.workerId === mad.id)).toBe(true);
     // Still nothing for ord, even with mad full and two mad jobs waiting.
     expect((await t.client.claim(ord.id, 4)).jobs).toEqual([]);
-    const rows = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_attempts WHERE worker_id = ${ord.id}`.execute(t.tdb.db)).rows[0];
+    const rows = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_runs WHERE worker_id = ${ord.id}`.execute(t.tdb.db)).rows[0];
     expect(rows.n).toBe(0);
     expect(jobs).toHaveLength(6);
   });
