@@ -67,6 +67,7 @@ export class WorkerAgent {
   private releases: ReleaseBatcher;
   private waitingPoll: { abort: AbortController; since: number } | null = null;
   private spawnHelper: SpawnHelper | null;
+  private registeringAgain: Promise<void> | null = null;
 
   constructor(private opts: WorkerOptions) {
     this.client = new SkipjackClient({ baseUrl: opts.serverUrl, token: opts.token });
@@ -159,6 +160,7 @@ export class WorkerAgent {
         continue;
       }
       const poll = new AbortController();
+      const claimedAs = this.id;
       if (carried.items.length === 0) this.waitingPoll = { abort: poll, since: Date.now() };
       try {
         // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
@@ -166,7 +168,7 @@ export class WorkerAgent {
         // and sent again they would be refused as stale.
         const signal = carried.items.length ? undefined : AbortSignal.any([this.stopClaiming.signal, poll.signal]);
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
-        const answer = await this.client.claim(this.id, free, waitMs, signal, carried.items);
+        const answer = await this.client.claim(claimedAs, free, waitMs, signal, carried.items);
         carried.settle(answer.releases);
         const { jobs } = answer;
         backoff.reset();
@@ -177,6 +179,10 @@ export class WorkerAgent {
         carried.giveBack();
         if (this.draining) break;
         if (poll.signal.aborted) continue; // re-asked with more room; see restartPollForRoom
+        if (isUnknownWorker(err)) {
+          await this.registerAgain(claimedAs);
+          continue;
+        }
         const delay = backoff.next();
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
@@ -285,13 +291,14 @@ export class WorkerAgent {
 
   private async heartbeat(waitMs: number): Promise<void> {
     const leases = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
+    const sentAs = this.id;
     try {
-      const answer = await this.client.workerHeartbeat(this.id, leases, waitMs, this.stopHeartbeat.signal).catch((err) => {
+      const answer = await this.client.workerHeartbeat(sentAs, leases, waitMs, this.stopHeartbeat.signal).catch((err) => {
         // A server of an older version (a rolling deploy, a rollback) refuses waitMs: ask as before.
         if (!(waitMs > 0 && err instanceof ApiRequestError && err.status === 400)) throw err;
         this.log.warn({ err: err.message }, 'server does not hold heartbeats; heartbeating at the interval');
         this.heartbeatWaits = false;
-        return this.client.workerHeartbeat(this.id, leases);
+        return this.client.workerHeartbeat(sentAs, leases);
       });
       if (answer.deregistered) return this.deregistered();
       for (const id of answer.cancel) {
@@ -310,9 +317,29 @@ export class WorkerAgent {
       }
     } catch (err) {
       if (this.stopped) return;
+      if (isUnknownWorker(err)) return this.registerAgain(sentAs);
       // Running jobs keep running: the lease TTL gives the server time to come back.
       this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running');
     }
+  }
+
+  /**
+   * The server's database does not hold this worker: it was reset or restored (a `skipjack dev`
+   * started again with a fresh one, say). The leases went with it, so the jobs stop unreleased,
+   * and the worker registers again, as a new worker, and goes on. Once for each id, however many
+   * requests made under it are refused.
+   */
+  private registerAgain(unknownId: string): Promise<void> {
+    if (this.id !== unknownId) return Promise.resolve();
+    this.registeringAgain ??= (async () => {
+      this.log.error({ running: this.running.size }, 'the server does not know this worker (was its database reset?); stopping its jobs, whose leases are gone, and registering again');
+      for (const { run } of this.running.values()) run.onLeaseLost();
+      await this.register().catch(async (err: Error) => {
+        this.log.error({ err: err.message }, 'registering again failed; retrying');
+        await sleep(1000, this.stopClaiming.signal);
+      });
+    })().finally(() => (this.registeringAgain = null));
+    return this.registeringAgain;
   }
 
   /** An operator deregistered this worker: the server took its leases back, so its jobs stop unreleased, and it stops. */
@@ -360,3 +387,6 @@ export class WorkerAgent {
     this.log.info('worker stopped');
   }
 }
+
+/** The server's own answer that it does not know the worker, not a proxy's 404. */
+const isUnknownWorker = (err: unknown) => err instanceof ApiRequestError && err.status === 404 && err.code === 'unknown_worker';

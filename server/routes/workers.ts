@@ -11,7 +11,7 @@ import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
-import { notFound } from '../errors.js';
+import { unknownWorker } from '../errors.js';
 
 export function workerRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -42,7 +42,7 @@ export function workerRoutes(ctx: AppContext): Router {
     const news = waitMs > 0 ? listenForCancelOrDrain(ctx, id, res) : null;
     try {
       const answer = await ctx.heartbeats.submit({ workerId: id, leases });
-      if (!answer) throw notFound(`worker ${id}`);
+      if (!answer) throw unknownWorker(id);
       if (answer.deregistered) ctx.log.info({ workerId: id, leases: leases.length }, 'heartbeat from a deregistered worker; told to stop');
       else for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
       const nothingToSay = answer.cancel.length === 0 && !answer.drain;
@@ -104,7 +104,7 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
   const seq = ctx.hub.jobsSeq;
   const out = await releaseAndClaim(ctx.db, workerId, releases, { max, leaseTtlMs: ctx.config.leaseTtlMs });
   const released = answerReleases(ctx, releases, out.released);
-  if (!out.workerKnown) throw notFound(`worker ${workerId}`);
+  if (!out.workerKnown) throw unknownWorker(workerId);
   if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);
   else ctx.idleClaims.forget(workerId);
   return { released, jobs: out.claimed };

@@ -4,7 +4,7 @@
 import { sql, type Transaction } from 'kysely';
 import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
 import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
-import { notFound, HttpError } from '../errors.js';
+import { notFound, HttpError, unknownWorker } from '../errors.js';
 import { toPlacementJob, toPlacementWorker } from '../placement/rows.js';
 import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
 import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js';
@@ -131,7 +131,7 @@ async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions)
   try {
     return (await sql<ClaimRow>`SELECT * FROM skipjack_claim(${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
   } catch (err) {
-    if ((err as { code?: string }).code === 'P0002') throw notFound(`worker ${workerId}`);
+    if ((err as { code?: string }).code === 'P0002') throw unknownWorker(workerId);
     throw err;
   }
 }
@@ -141,7 +141,7 @@ async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions)
 async function lockWorker(trx: Transaction<Database>, workerId: string): Promise<WorkerRow> {
   const row = (await sql<WorkerRow>`
     SELECT * FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE`.execute(trx)).rows[0];
-  if (!row) throw notFound(`worker ${workerId}`);
+  if (!row) throw unknownWorker(workerId);
   return row;
 }
 
@@ -192,7 +192,7 @@ export async function claimOne(db: Db, settings: PlacementSettings, workerId: st
 /** The poll: pending jobs this worker could claim now, in claim order, without taking them. */
 export async function availableJobs(db: Db, settings: PlacementSettings, workerId: string, limit: number): Promise<JobRow[]> {
   const w = (await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst()) as WorkerRow | undefined;
-  if (!w) throw notFound(`worker ${workerId}`);
+  if (!w) throw unknownWorker(workerId);
   const queues = w.queues.filter((q) => settings.modeFor(q) === 'pull');
   if (queues.length === 0) return [];
   // A look, not a claim: no row locks, which would hide these jobs from real claims meanwhile.

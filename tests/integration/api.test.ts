@@ -495,7 +495,8 @@ test('heartbeats from many workers at once each get their own answer', async () 
     expect(a.drain).toBe(false);
   });
   const unknown = await fetch(`${t.server.url}/workers/00000000-0000-4000-8000-000000000000/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-  expect(unknown.status).toBe(404);
+  // A code of its own, which a worker tells from a proxy's 404 and registers again on.
+  expect([unknown.status, (await unknown.json()).error]).toEqual([404, 'unknown_worker']);
 });
 
 test('a heartbeat extends leases in place (HOT updates), not by writing index entries', async () => {
@@ -576,7 +577,9 @@ test('releases carried by a claim for an unknown worker still count; the claim i
   const a = await t.client.enqueue({ command: ['true'], queue: 'carry-404' });
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
   const stranger = '00000000-0000-4000-8000-000000000000';
-  expect(await status(t.client.claim(stranger, 1, 0, undefined, [{ jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]))).toBe(404);
+  const refused = await t.client.claim(stranger, 1, 0, undefined, [{ jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]).catch((e: ApiRequestError) => e);
+  expect([(refused as ApiRequestError).status, (refused as ApiRequestError).code]).toEqual([404, 'unknown_worker']);
+  expect(await status(t.client.claim(stranger, 1))).toBe(404);
   expect((await t.client.getJob(a.id)).state).toBe('succeeded');
 });
 

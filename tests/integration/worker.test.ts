@@ -1,4 +1,5 @@
 // The worker agent end to end: real server, real Postgres, real child processes.
+import { sql } from 'kysely';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -122,6 +123,21 @@ test('a worker an operator deregisters stops its jobs at once, unreleased, and s
     await Promise.all(workers.splice(0).map((x) => x.shutdown()));
     await server.close();
   }
+});
+
+test('a worker whose server no longer knows it (its database reset) stops its jobs, registers again, and goes on', async () => {
+  const w = await startWorker('reset');
+  const job = await t.client.enqueue({ command: ['sleep', '60'], queue: 'reset' });
+  await until('job running', async () => w.runningJobIds.includes(job.id));
+  const oldId = w.workerId;
+  // What a reset leaves: neither the worker nor its job.
+  await sql`DELETE FROM jobs WHERE id = ${job.id}`.execute(t.tdb.db);
+  await sql`DELETE FROM workers WHERE id = ${oldId}`.execute(t.tdb.db);
+  await until('the job stopped on the worker', async () => w.runningJobIds.length === 0, 10_000);
+  await until('registered again', async () => w.workerId !== oldId, 10_000);
+  const next = await t.client.enqueue({ command: ['true'], queue: 'reset' });
+  expect(await finished(next.id)).toMatchObject({ state: 'succeeded' });
+  expect((await t.client.workers()).workers.filter((x) => x.name === 'w-reset').map((x) => x.id)).toEqual([w.workerId]);
 });
 
 test('room freed by a finished job is used at once, not after the long-poll times out', async () => {
