@@ -31,6 +31,15 @@ export const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 1
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Polls `done` every `everyMs` until it holds; a peer that stops making progress fails the run instead of hanging it. */
+export async function pollUntil(what: string, done: () => boolean | Promise<boolean>, everyMs: number, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not done within ${timeoutMs / 1000} s`);
+    await sleep(everyMs);
+  }
+}
+
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes. */
 export const wallMs = () => performance.timeOrigin + performance.now();
 

@@ -3,7 +3,7 @@ import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUt
 import pg from 'pg';
 import type { CpuMeter } from '../lib/cpu.js';
 import { Progress } from '../lib/progress.js';
-import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
+import { pollUntil, sendPaced, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 
 const silent = new Logger(() => () => {});
 
@@ -78,16 +78,12 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
   const pool = new pg.Pool({ connectionString, max: 1 });
   let end = 0;
   try {
-    while (handled < n) {
-      progress.update(handled);
-      await sleep(20);
-    }
+    await pollUntil('graphile: drain', () => (progress.update(handled), handled >= n), 20);
     // Completions may be batched after the task returns: the job is done when its row is gone.
-    for (;;) {
+    await pollUntil('graphile: completions', async () => {
       const { rows } = await pool.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
-      if (rows[0].n === 0) break;
-      await sleep(2);
-    }
+      return rows[0].n === 0;
+    }, 2);
     end = wallMs();
     cpu?.end();
     progress.update(n);

@@ -3,7 +3,7 @@ import { PgBoss } from 'pg-boss';
 import pg from 'pg';
 import type { CpuMeter } from '../lib/cpu.js';
 import { Progress } from '../lib/progress.js';
-import { sendPaced, sleep, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
+import { pollUntil, sendPaced, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 import type { DrainResult } from './graphile.js';
 
 export interface PgBossVariant {
@@ -58,15 +58,11 @@ export async function pgbossDrain(connectionString: string, n: number, v: PgBoss
       handled += jobs.length;
     });
     // Progress from the handler's count, in memory, as for the others; then the table, to the last completion.
-    while (handled < n) {
-      progress.update(handled);
-      await sleep(20);
-    }
-    for (;;) {
+    await pollUntil('pg-boss: drain', () => (progress!.update(handled), handled >= n), 20);
+    await pollUntil('pg-boss: completions', async () => {
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'noop' AND state = 'completed'`);
-      if (rows[0].n >= n) break;
-      await sleep(5);
-    }
+      return rows[0].n >= n;
+    }, 5);
     progress.update(n);
     cpu?.end();
     progress.done();
