@@ -8,6 +8,7 @@ import * as m005 from './005_hot_heartbeats.js';
 import * as m006 from './006_worker_deregistered.js';
 import * as m007 from './007_notify_job_ids.js';
 import * as m008 from './008_final_run_in_job_row.js';
+import * as m009 from './009_worker_keys.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '006_worker_deregistered': m006,
   '007_notify_job_ids': m007,
   '008_final_run_in_job_row': m008,
+  '009_worker_keys': m009,
 };

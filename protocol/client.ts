@@ -42,8 +42,8 @@ export class SkipjackClient {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
   }
 
-  async request<T>(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal): Promise<T> {
-    const res = await this.raw(method, path, body, extraTimeoutMs, signal);
+  async request<T>(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<T> {
+    const res = await this.raw(method, path, body, extraTimeoutMs, signal, extraHeaders);
     const text = await readText(res.body);
     const parsed = text && res.contentType.includes('json') ? JSON.parse(text) : text;
     if (res.status >= 400) throw new ApiRequestError(res.status, parsed);
@@ -55,9 +55,9 @@ export class SkipjackClient {
    * answer holds jobs the server has already started for us, and dropped unread they would sit
    * under a lease nobody holds until it expired (seen once as a 33 s start).
    */
-  async raw(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal): Promise<RawResponse> {
+  async raw(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<RawResponse> {
     const timeoutMs = (this.opts.timeoutMs ?? 15_000) + extraTimeoutMs;
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...extraHeaders };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
     const untilAnswer = new AbortController();
@@ -111,8 +111,9 @@ export class SkipjackClient {
   drain(workerId: string): Promise<WorkerView> {
     return this.request('POST', `/workers/${workerId}/drain`);
   }
-  deregister(workerId: string): Promise<WorkerView> {
-    return this.request('DELETE', `/workers/${workerId}`);
+  /** `workerKey` (from the registration) lets a worker token deregister this worker: its own. */
+  deregister(workerId: string, workerKey?: string): Promise<WorkerView> {
+    return this.request('DELETE', `/workers/${workerId}`, undefined, 0, undefined, workerKey ? { 'x-worker-key': workerKey } : undefined);
   }
   workerHeartbeat(workerId: string, leases: { jobId: number; leaseToken: string }[], waitMs = 0, signal?: AbortSignal): Promise<WorkerHeartbeatResponse> {
     return this.request('POST', `/workers/${workerId}/heartbeat`, { leases, ...(waitMs > 0 ? { waitMs } : {}) }, waitMs, signal);

@@ -64,6 +64,8 @@ export interface WorkerView {
 
 export interface RegisterResponse {
   id: string;
+  /** Proves this worker is itself where a worker token alone is not enough: its deregistration (X-Worker-Key). */
+  workerKey: string;
   leaseTtlMs: number;
   heartbeatIntervalMs: number;
   /** The server holds a heartbeat that asks it to (waitMs) until a cancel or a drain is for this worker. */

@@ -1,7 +1,7 @@
 // Bearer tokens with scopes. A deploy tool holds an `enqueue` token, an agent a `worker` token,
 // an operator an `admin` token (which may do everything). With no tokens configured the server
 // is open, which is safe only on loopback, its default address.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { HttpError } from './errors.js';
 
@@ -45,8 +45,10 @@ export function parseTokens(spec: string | undefined): TokenTable {
 
 const hash = (token: string) => createHash('sha256').update(token).digest('hex');
 
+/** Sets res.locals.scope to the caller's scope: admin where the server has no tokens. */
 export function authenticate(tokens: TokenTable) {
-  return (req: Request, _res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, next: NextFunction) => {
+    res.locals.scope = 'admin';
     if (tokens.byHash.size === 0) return next();
     const needed = scopeFor(req.method, req.path);
     if (needed === null) return next();
@@ -55,8 +57,22 @@ export function authenticate(tokens: TokenTable) {
     if (granted !== 'admin' && needed !== 'any' && granted !== needed) {
       return next(new HttpError(403, 'forbidden', `this needs a token with the ${needed} scope; yours has ${granted}`));
     }
+    res.locals.scope = granted;
     next();
   };
+}
+
+/** A new worker's key, returned once at registration; the server keeps only its sha256. */
+export function newWorkerKey(): { key: string; sha256: string } {
+  const key = randomBytes(32).toString('base64url');
+  return { key, sha256: hash(key) };
+}
+
+/** Whether the caller is this worker (it shows the key), or an admin: a worker token alone is any agent. */
+export function actsForWorker(res: Response, keySha256: string | null, presented: string | undefined): boolean {
+  if (res.locals.scope === 'admin') return true;
+  if (!keySha256 || !presented) return false;
+  return timingSafeEqual(Buffer.from(keySha256), Buffer.from(hash(presented)));
 }
 
 function scopeFor(method: string, path: string): Scope | 'any' | null {

@@ -22,6 +22,8 @@ export interface WorkersTable {
   queues: string[];
   state: Generated<'active' | 'draining' | 'gone' | 'deregistered'>;
   version: string | null;
+  /** sha256 (hex) of the key the registration returned (migration 009); null for older workers. */
+  key_sha256: string | null;
   registered_at: DefaultTimestamp;
   last_seen_at: DefaultTimestamp;
 }

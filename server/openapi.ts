@@ -36,7 +36,7 @@ export function openApiDocument(): object {
       '/releases': { post: op('Release many runs in one request', s.releaseBatchSchema) },
       '/claims': { post: op('Claim up to max jobs, long-polling up to waitMs', s.claimSchema) },
       '/workers': { post: op('Register a worker', s.registerWorkerSchema), get: op('Live workers with their allocation') },
-      '/workers/{id}': { get: op('A worker'), delete: op('Deregister, for good: leases it holds are taken back now, and its heartbeats are told to stop') },
+      '/workers/{id}': { get: op('A worker'), delete: op('Deregister, for good: leases it holds are taken back now, and its heartbeats are told to stop. A worker token needs the X-Worker-Key header with the key its registration returned') },
       '/workers/{id}/heartbeat': { post: op('Worker liveness and lease renewal', s.workerHeartbeatSchema) },
       '/workers/{id}/drain': { post: op('Ask a worker to stop claiming and finish its jobs') },
       '/healthz': { get: op('Process is up') },

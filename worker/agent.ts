@@ -49,6 +49,8 @@ export interface WorkerOptions {
 export class WorkerAgent {
   readonly client: SkipjackClient;
   private id = '';
+  /** Proves to the server that this worker is itself (its own deregistration); from a server before 009, none. */
+  private key: string | undefined;
   private heartbeatMs = 10_000;
   /** The server holds a heartbeat until it has a cancel or a drain for us, so both arrive at once. */
   private heartbeatWaits = false;
@@ -126,6 +128,7 @@ export class WorkerAgent {
           queues: o.queues ?? ['default'],
         });
         this.id = answer.id;
+        this.key = answer.workerKey;
         this.heartbeatMs = answer.heartbeatIntervalMs;
         this.heartbeatWaits = answer.heartbeatWaits === true;
         this.log = this.opts.log.child({ workerId: this.id });
@@ -382,7 +385,7 @@ export class WorkerAgent {
     this.stopped = true;
     this.stopHeartbeat.abort();
     await Promise.all(this.loops);
-    if (this.id) await this.client.deregister(this.id).catch((err) => this.log.warn({ err: err.message }, 'deregister failed'));
+    if (this.id) await this.client.deregister(this.id, this.key).catch((err) => this.log.warn({ err: err.message }, 'deregister failed'));
     this.spawnHelper?.stop();
     this.log.info('worker stopped');
   }

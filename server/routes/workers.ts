@@ -11,17 +11,19 @@ import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
 import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
-import { unknownWorker } from '../errors.js';
+import { HttpError, unknownWorker } from '../errors.js';
+import { actsForWorker, newWorkerKey } from '../auth.js';
 
 export function workerRoutes(ctx: AppContext): Router {
   const r = Router();
   const ttl = () => ctx.config.leaseTtlMs;
 
   r.post('/workers', async (req, res) => {
-    const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'));
+    const key = newWorkerKey();
+    const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'), key.sha256);
     ctx.knownWorkers.invalidate();
     ctx.log.info({ workerId: w.id, name: w.name, region: w.region, slots: w.slots }, 'worker registered');
-    const body: RegisterResponse = { id: w.id, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)), heartbeatWaits: true };
+    const body: RegisterResponse = { id: w.id, workerKey: key.key, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)), heartbeatWaits: true };
     res.status(201).json(body);
   });
 
@@ -65,6 +67,9 @@ export function workerRoutes(ctx: AppContext): Router {
   // Final: its leases are taken back now, and its heartbeats are answered with a stop from now on.
   r.delete('/workers/:id', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
+    if (!actsForWorker(res, (await getWorker(ctx.db, id)).key_sha256, req.get('x-worker-key'))) {
+      throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token deregisters only the worker whose key it shows (its registration returned it as workerKey); an admin token deregisters any`);
+    }
     const { worker, reaped } = await deregisterWorker(ctx.db, id);
     ctx.knownWorkers.invalidate();
     for (const job of reaped) ctx.log.warn({ jobId: job.id, workerId: id, attempt: job.runs, state: job.state }, 'worker deregistered while running the job; run recorded as lost');

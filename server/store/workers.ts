@@ -10,7 +10,7 @@ import { HttpError, notFound } from '../errors.js';
 type Registration = z.output<typeof registerWorkerSchema>;
 export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
 
-export async function registerWorker(db: Db, w: Registration): Promise<WorkerRow> {
+export async function registerWorker(db: Db, w: Registration, keySha256: string): Promise<WorkerRow> {
   return (await db
     .insertInto('workers')
     .values({
@@ -24,6 +24,7 @@ export async function registerWorker(db: Db, w: Registration): Promise<WorkerRow
       slots: w.capacity.slots,
       queues: w.queues,
       version: w.version ?? null,
+      key_sha256: keySha256,
     })
     .returningAll()
     .executeTakeFirstOrThrow()) as WorkerRow;

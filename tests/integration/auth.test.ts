@@ -1,7 +1,8 @@
 // Bearer tokens with scopes, against a real server.
 import { SkipjackClient } from '../../protocol/client.js';
 import { parseTokens } from '../../server/auth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { WorkerAgent } from '../../worker/agent.js';
+import { quietLog, startTestServer, type TestServer } from '../support/server.js';
 
 const tokens = { admin: 'admin-token-0123456789', worker: 'worker-token-0123456789', enqueue: 'enqueue-token-0123456789' };
 let t: TestServer;
@@ -39,4 +40,23 @@ test('each scope reaches its own routes and no others', async () => {
 test('bad token settings fail at start with the reason', () => {
   expect(() => parseTokens('root:abcdefghijklmnopqrstuvwxyz')).toThrow(/scope one of enqueue, worker, admin/);
   expect(() => parseTokens('admin:short')).toThrow(/shorter than 16/);
+});
+
+test('a worker token deregisters only the worker whose key it shows; an admin token any', async () => {
+  const mine = await as(tokens.worker).register({ name: 'mine' });
+  const other = await as(tokens.worker).register({ name: 'other' });
+  expect(mine.workerKey).not.toBe(other.workerKey);
+  const refused = await as(tokens.worker).deregister(other.id, mine.workerKey).catch((e) => e);
+  expect([refused.status, refused.code, refused.message]).toEqual([403, 'not_this_worker', expect.stringContaining('headers.x-worker-key')]);
+  expect(await status(as(tokens.worker).deregister(other.id))).toBe(403);
+  expect((await as(tokens.worker).workers()).workers.find((w) => w.id === other.id)?.state).toBe('active');
+  expect((await as(tokens.worker).deregister(mine.id, mine.workerKey)).state).toBe('deregistered');
+  expect((await as(tokens.admin).deregister(other.id)).state).toBe('deregistered');
+});
+
+test('an agent with a worker token deregisters itself when it stops', async () => {
+  const agent = new WorkerAgent({ serverUrl: t.server.url, token: tokens.worker, name: 'agent-self', queues: ['self'], log: quietLog, drainTimeoutMs: 1000 });
+  await agent.start();
+  await agent.shutdown();
+  expect((await as(tokens.admin).request<{ state: string }>('GET', `/workers/${agent.workerId}`)).state).toBe('deregistered');
 });
