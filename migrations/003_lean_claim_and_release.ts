@@ -145,7 +145,11 @@ export async function down(db: Kysely<unknown>): Promise<void> {
 }
 
 /** The release, one statement; 004 moves it into plpgsql unchanged. */
-export const releaseStatement = sql`
+export const releaseStatement = releaseStatementOf({ finalRunInRow: false });
+
+/** finalRunInRow (008): the run that ends its job is kept in the job's row alone, with its worker. */
+export function releaseStatementOf({ finalRunInRow }: { finalRunInRow: boolean }) {
+  return sql`
       WITH cur AS (
         SELECT j.id, j.runs, j.worker_id, j.started_at, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
             WHEN i.outcome = 'succeeded' THEN 'succeeded'
@@ -165,13 +169,15 @@ export const releaseStatement = sql`
           attempts = CASE WHEN cur.outcome = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
           run_at = CASE WHEN cur.next_state = 'pending' AND cur.outcome = 'failed'
                         THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
-          worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
+          worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,${finalRunInRow ? sql` last_worker_id = cur.worker_id,` : sql``}
           exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
           finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
         FROM cur WHERE j.id = cur.id
         RETURNING j.id, j.state, j.runs, cur.worker_id AS released_by
       ), recorded AS (
         INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
-        SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
+        SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur${finalRunInRow ? sql`
+        WHERE cur.outcome IS DISTINCT FROM cur.next_state` : sql``}
       )
       SELECT * FROM released`;
+}
