@@ -85,7 +85,7 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
       runs[system].push(r);
     }
   }
-  const best = Object.fromEntries(Object.entries(runs).map(([system, xs]) => [system, bestByMedian(xs)]));
+  const best = Object.fromEntries(Object.entries(runs).map(([system, xs]) => [system, bestByMedian(system, xs)]));
   const summary = (b: Median) => ({ jobsPerSec: b.median.jobsPerSec, seconds: b.median.seconds, best: b.name, spread: b.spread, runs: runs[b.system] });
   const peers: ScenarioOutput['peers'] = {};
   const ratios: ScenarioOutput['ratios'] = {};
@@ -125,4 +125,4 @@ function mediansByName(system: string, runs: Run[]): Median[] {
   });
 }
 
-const bestByMedian = (runs: Run[]): Median => mediansByName('', runs).reduce((a, b) => (b.median.jobsPerSec > a.median.jobsPerSec ? b : a));
+const bestByMedian = (system: string, runs: Run[]): Median => mediansByName(system, runs).reduce((a, b) => (b.median.jobsPerSec > a.median.jobsPerSec ? b : a));
