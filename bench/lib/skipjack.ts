@@ -8,6 +8,7 @@ import { SkipjackClient } from '../../protocol/client.js';
 import type { EnqueueJob } from '../../protocol/schemas.js';
 import { configFromEnv, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/main.js';
+import { benchPool } from './postgres.js';
 import { startTsChild, stopChild, waitForLine } from './procs.js';
 import { Progress } from './progress.js';
 import { sleep } from './stats.js';
@@ -26,7 +27,7 @@ export interface Skipjack {
 export async function startSkipjack(databaseUrl: string, overrides: Partial<ServerConfig> = {}): Promise<Skipjack> {
   const config = configFromEnv({}, { port: 0, databaseUrl, logLevel: 'silent', ...overrides });
   const server = await startServer(config, pino({ level: 'silent' }));
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const pool = benchPool(databaseUrl, 2);
   return {
     server,
     client: new SkipjackClient({ baseUrl: server.url, timeoutMs: 120_000 }),

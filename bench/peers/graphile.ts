@@ -2,6 +2,7 @@
 import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
 import pg from 'pg';
 import type { CpuMeter } from '../lib/cpu.js';
+import { benchPool } from '../lib/postgres.js';
 import { Progress } from '../lib/progress.js';
 import { pollUntil, sendPaced, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 
@@ -25,11 +26,7 @@ export const graphileBatched: GraphileVariant = {
  * A pool of ours for graphile-worker, ended by us before the database is dropped: with its own,
  * a connection it still held when the drop terminated it once crashed the benchmark.
  */
-function ownPool(connectionString: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max: 10 }); // graphile-worker's own default
-  pool.on('error', () => {});
-  return pool;
-}
+const ownPool = (connectionString: string) => benchPool(connectionString, 10); // graphile-worker's own default
 
 async function utils(pgPool: pg.Pool): Promise<WorkerUtils> {
   await runMigrations({ pgPool, logger: silent });
@@ -75,7 +72,7 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
       if (handled++ === 0) first = wallMs();
     },
   });
-  const pool = new pg.Pool({ connectionString, max: 1 });
+  const pool = benchPool(connectionString, 1);
   let end = 0;
   try {
     await pollUntil('graphile: drain', () => (progress.update(handled), handled >= n), 20);

@@ -1,7 +1,7 @@
 // pg-boss 12 as a peer: runs in this process with noop handlers.
 import { PgBoss } from 'pg-boss';
-import pg from 'pg';
 import type { CpuMeter } from '../lib/cpu.js';
+import { benchPool } from '../lib/postgres.js';
 import { Progress } from '../lib/progress.js';
 import { pollUntil, sendPaced, summarize, wallMs, type LatencySummary } from '../lib/stats.js';
 import type { DrainResult } from './graphile.js';
@@ -40,7 +40,7 @@ async function startBoss(connectionString: string, v: PgBossVariant, queue: stri
 /** n queued noop jobs, then workers drain them: min(started_on) to max(completed_on) in pg-boss's table. */
 export async function pgbossDrain(connectionString: string, n: number, v: PgBossVariant, cpu?: CpuMeter): Promise<DrainResult> {
   const boss = await startBoss(connectionString, v, 'noop');
-  const pool = new pg.Pool({ connectionString, max: 1 });
+  const pool = benchPool(connectionString, 1);
   let progress: Progress | null = null;
   try {
     await cpu?.begin(pool);
