@@ -1,4 +1,4 @@
-// Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain.
+// Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain, deregister.
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
 import { terminalStates } from '../protocol/schemas.js';
 import { Backoff, sleep } from '../worker/backoff.js';

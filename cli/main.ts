@@ -137,6 +137,14 @@ program.command('drain').description('ask a worker to stop claiming and finish i
     process.stdout.write(`worker ${id} draining\n`);
   });
 
+program.command('deregister')
+  .description('take a worker out now, for good: its running jobs are taken back (recorded as lost) and it stops; prefer drain (with tokens set, needs an admin token)')
+  .argument('<worker-id>')
+  .action(async (id: string) => {
+    await client().deregister(id);
+    process.stdout.write(`worker ${id} deregistered; its running jobs were taken back\n`);
+  });
+
 program.command('simulate')
   .description('simulate a workload under pull and central placement, with the same plugins as the server')
   .requiredOption('--workload <file>', 'workload JSON (see sim/examples/regions.json)')

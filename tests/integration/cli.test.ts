@@ -84,3 +84,12 @@ test('logs -f rides out a server restart and prints every byte once', async () =
     await second.close();
   }
 });
+
+test('deregister takes a worker out for good; an unknown one is an error that says so', async () => {
+  const w = await t.client.register({ name: 'to-deregister', queues: ['none'] });
+  expect(await skipjack('deregister', w.id)).toMatchObject({ code: 0, stdout: `worker ${w.id} deregistered; its running jobs were taken back\n` });
+  expect((await t.client.request<{ state: string }>('GET', `/workers/${w.id}`)).state).toBe('deregistered');
+  const unknown = await skipjack('deregister', '00000000-0000-4000-8000-000000000000');
+  expect(unknown.code).not.toBe(0);
+  expect(unknown.stderr).toMatch(/not found/);
+});
