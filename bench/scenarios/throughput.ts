@@ -77,14 +77,7 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
     if (configs[i]) steps.push(['skipjack', async () => { const r = await skipjackDrain(ctx, n, configs[i]); return { ...r, name: r.config }; }]);
     if (peerSteps[i]) steps.push(peerSteps[i]);
   }
-  const runs: Record<string, Run[]> = { skipjack: [], 'graphile-worker': [], 'pg-boss': [] };
-  for (let round = 1; round <= rounds; round++) {
-    for (const [system, step] of steps) {
-      const r = await step();
-      note(`${rounds > 1 ? `round ${round}/${rounds}: ` : ''}${system} ${r.name}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`);
-      runs[system].push(r);
-    }
-  }
+  const runs = await inRounds(steps, rounds);
   const best = Object.fromEntries(Object.entries(runs).map(([system, xs]) => [system, bestByMedian(system, xs)]));
   const summary = (b: Median) => ({ jobsPerSec: b.median.jobsPerSec, seconds: b.median.seconds, best: b.name, spread: b.spread, runs: runs[b.system] });
   const peers: ScenarioOutput['peers'] = {};
@@ -92,12 +85,6 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
   for (const peer of ['graphile-worker', 'pg-boss']) {
     peers[peer] = summary(best[peer]);
     ratios[`jobsPerSec vs ${peer}`] = ratio(best.skipjack.median.jobsPerSec, best[peer].median.jobsPerSec);
-  }
-  const rows: (string | number)[][] = [['system / config', 'runs', 'jobs/s (median)', 'min-max', 'CPU us/job: postgres', 'bench process', 'workers', 'all']];
-  // Whole microseconds: the table would print 50 as 50.0.
-  const cpuCells = (c: ReturnType<typeof perJob>) => [c?.postgres, c?.bench, c?.workers, c?.total].map((v) => (v === null || v === undefined ? '-' : String(v)));
-  for (const [system, xs] of Object.entries(runs)) {
-    for (const m of mediansByName(system, xs)) rows.push([`${system} ${m.name}`, m.count, m.median.jobsPerSec, m.spread.join('-'), ...cpuCells(m.median.cpuUsPerJob)]);
   }
   return {
     skipjack: summary(best.skipjack),
@@ -109,8 +96,32 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
       `${rounds} round${rounds > 1 ? 's' : ''}, each measuring every Skipjack config and every peer variant in turn; each system is represented by its config or variant with the best median, and the ratios compare medians. CPU us/job is the median run's.`,
       'CPU us/job: CPU time from the enqueue to the last job done, over the jobs, from /proc: PostgreSQL (when on this machine), the bench process (the Skipjack server, or the peer), the worker processes. With every core busy, jobs/s follow it.',
     ],
-    table: table(rows),
+    table: tableOf(runs),
   };
+}
+
+/** Every step once per round, in order: each system's runs. */
+async function inRounds(steps: [string, () => Promise<Run>][], rounds: number): Promise<Record<string, Run[]>> {
+  const runs: Record<string, Run[]> = {};
+  for (let round = 1; round <= rounds; round++) {
+    for (const [system, step] of steps) {
+      const r = await step();
+      note(`${rounds > 1 ? `round ${round}/${rounds}: ` : ''}${system} ${r.name}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`);
+      (runs[system] ??= []).push(r);
+    }
+  }
+  return runs;
+}
+
+/** One row per config or variant: its median, its range, and its median run's CPU per job. */
+function tableOf(runs: Record<string, Run[]>): string {
+  const rows: (string | number)[][] = [['system / config', 'runs', 'jobs/s (median)', 'min-max', 'CPU us/job: postgres', 'bench process', 'workers', 'all']];
+  // Whole microseconds: the table would print 50 as 50.0.
+  const cpuCells = (c: ReturnType<typeof perJob>) => [c?.postgres, c?.bench, c?.workers, c?.total].map((v) => (v === null || v === undefined ? '-' : String(v)));
+  for (const [system, xs] of Object.entries(runs)) {
+    for (const m of mediansByName(system, xs)) rows.push([`${system} ${m.name}`, m.count, m.median.jobsPerSec, m.spread.join('-'), ...cpuCells(m.median.cpuUsPerJob)]);
+  }
+  return table(rows);
 }
 
 type Run = { name: string; jobs: number; seconds: number; jobsPerSec: number; cpuUsPerJob: ReturnType<typeof perJob> };
