@@ -338,6 +338,7 @@ export class WorkerAgent {
       this.log.error({ running: this.running.size }, 'the server does not know this worker (was its database reset?); stopping its jobs, whose leases are gone, and registering again');
       for (const { run } of this.running.values()) run.onLeaseLost();
       await this.register().catch(async (err: Error) => {
+        if (this.draining) return; // stopping: register() gave up for that reason
         this.log.error({ err: err.message }, 'registering again failed; retrying');
         await sleep(1000, this.stopClaiming.signal);
       });
