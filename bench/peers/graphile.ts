@@ -75,7 +75,10 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
   const pool = benchPool(connectionString, 1);
   let end = 0;
   try {
-    await pollUntil('graphile: drain', () => (progress.update(handled), handled >= n), 20);
+    await pollUntil('graphile: drain', () => {
+      progress.update(handled);
+      return handled >= n;
+    }, 20);
     // Completions may be batched after the task returns: the job is done when its row is gone.
     await pollUntil('graphile: completions', async () => {
       const { rows } = await pool.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');

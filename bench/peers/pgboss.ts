@@ -58,7 +58,10 @@ export async function pgbossDrain(connectionString: string, n: number, v: PgBoss
       handled += jobs.length;
     });
     // Progress from the handler's count, in memory, as for the others; then the table, to the last completion.
-    await pollUntil('pg-boss: drain', () => (progress!.update(handled), handled >= n), 20);
+    await pollUntil('pg-boss: drain', () => {
+      progress!.update(handled);
+      return handled >= n;
+    }, 20);
     await pollUntil('pg-boss: completions', async () => {
       const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'noop' AND state = 'completed'`);
       return rows[0].n >= n;
