@@ -336,7 +336,7 @@ export class WorkerAgent {
     if (this.id !== unknownId) return Promise.resolve();
     this.registeringAgain ??= (async () => {
       this.log.error({ running: this.running.size }, 'the server does not know this worker (was its database reset?); stopping its jobs, whose leases are gone, and registering again');
-      for (const { run } of this.running.values()) run.onLeaseLost();
+      this.stopJobsUnreleased();
       await this.register().catch(async (err: Error) => {
         if (this.draining) return; // stopping: register() gave up for that reason
         this.log.error({ err: err.message }, 'registering again failed; retrying');
@@ -349,8 +349,13 @@ export class WorkerAgent {
   /** An operator deregistered this worker: the server took its leases back, so its jobs stop unreleased, and it stops. */
   private deregistered(): void {
     this.log.warn({ running: this.running.size }, 'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping');
-    for (const { run } of this.running.values()) run.onLeaseLost();
+    this.stopJobsUnreleased();
     if (!this.draining) void this.shutdown();
+  }
+
+  /** The server no longer holds this worker's leases: every job stops, and none is released. */
+  private stopJobsUnreleased(): void {
+    for (const { run } of this.running.values()) run.onLeaseLost();
   }
 
   /**
