@@ -25,7 +25,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 /** skipjack_release as 004 left it (its settings included), around the statement given. */
-const releaseFunction = (statement: RawBuilder<unknown>) => sql`
+export const releaseFunction = (statement: RawBuilder<unknown>) => sql`
     CREATE OR REPLACE FUNCTION skipjack_release(p_ids bigint[], p_tokens uuid[], p_outcomes text[], p_exit_codes int[],
       p_signals text[], p_errors text[], p_reasons text[])
     RETURNS TABLE (id bigint, state text, runs int, released_by uuid)

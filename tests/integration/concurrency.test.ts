@@ -61,12 +61,8 @@ test('a claim carrying releases and a heartbeat of the same worker do not deadlo
     await sql`BEGIN`.execute(heartbeat);
     await sql`UPDATE workers SET last_seen_at = now() WHERE id = ${w.id}`.execute(heartbeat);
     const carrying = t.client.claim(w.id, 1, 0, undefined, [{ jobId: job.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]);
-    // Wait until the claim blocks on a lock held by our open transaction.
-    for (let i = 0; i < 200; i++) {
-      const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.tdb.db)).rows[0].n;
-      if (waiting > 0) break;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    // Until the claim blocks on a lock held by our open transaction.
+    await untilSomeoneWaitsOnALock();
     await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(heartbeat);
     await sql`COMMIT`.execute(heartbeat);
     const answer = await carrying;
@@ -74,3 +70,26 @@ test('a claim carrying releases and a heartbeat of the same worker do not deadlo
   });
   expect((await t.client.getJob(job.id)).state).toBe('succeeded');
 });
+
+test('a release that waited on a cancel sees it: the failed run ends cancelled, not retried', async () => {
+  const w = await t.client.register({ name: 'cancel-race', queues: ['cancel-race'] });
+  const job = await t.client.enqueue({ command: ['false'], queue: 'cancel-race', maxAttempts: 3 });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  await t.tdb.db.connection().execute(async (cancel) => {
+    await sql`BEGIN`.execute(cancel);
+    await sql`UPDATE jobs SET cancel_requested = true WHERE id = ${job.id}`.execute(cancel);
+    const releasing = t.client.release(job.id, { leaseToken: claimed.leaseToken, outcome: 'failed', exitCode: 1 });
+    await untilSomeoneWaitsOnALock();
+    await sql`COMMIT`.execute(cancel);
+    expect(await releasing).toMatchObject({ state: 'cancelled', exitCode: 1 });
+  });
+});
+
+async function untilSomeoneWaitsOnALock() {
+  for (let i = 0; i < 200; i++) {
+    const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.tdb.db)).rows[0].n;
+    if (waiting > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('nothing waited on a lock within 2 s');
+}
