@@ -2,13 +2,13 @@
 import { Router, type Response } from 'express';
 import type { z } from 'zod';
 import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
-import type { ClaimedJob, RegisterResponse } from '../../protocol/types.js';
+import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import type { ClaimRow } from '../db.js';
 import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../store/claims.js';
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
-import { ClaimedJobs } from '../store/job-view.js';
+import { toClaimedJob } from '../store/job-view.js';
 import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
 import { HttpError, unknownWorker } from '../errors.js';
@@ -80,22 +80,21 @@ export function workerRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/claim', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const { workerId } = parse(claimOneSchema, req.body, 'body');
-    const claimed = ClaimedJobs.ofRows([await claimOne(ctx.db, ctx.placement, workerId, id, ttl())]);
-    logClaims(ctx, workerId, claimed);
-    res.json(claimed.jobs[0]);
+    const job = await claimOne(ctx.db, ctx.placement, workerId, id, ttl());
+    logClaims(ctx, workerId, [job]);
+    res.json(toClaimedJob(job));
   });
 
   r.post('/claims', async (req, res) => {
     const c = parse(claimSchema, req.body, 'body');
     const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
     // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
-    const { released, claimed } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
+    const { released, jobs } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
       ? await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)
       : await releaseThenLongPoll(ctx, c, waitMs, res);
-    if (res.destroyed) return void (await handBack(ctx, c.workerId, claimed.jobs));
-    logClaims(ctx, c.workerId, claimed);
-    // What res.json would write, with the jobs' JSON as it came.
-    res.type('json').send(`{"jobs":${claimed.json}${released ? `,"releases":${JSON.stringify(released)}` : ''}}`);
+    if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
+    logClaims(ctx, c.workerId, jobs);
+    res.json({ jobs: jobs.map(toClaimedJob), ...(released ? { releases: released } : {}) });
   });
 
   return r;
@@ -103,7 +102,7 @@ export function workerRoutes(ctx: AppContext): Router {
 
 async function releaseThenLongPoll(ctx: AppContext, c: z.output<typeof claimSchema>, waitMs: number, res: Response) {
   const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
-  return { released, claimed: ClaimedJobs.ofRows(await claimWithWait(ctx, c.workerId, c.max, waitMs, res)) };
+  return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, waitMs, res) };
 }
 
 async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: ReleaseRequest[], max: number) {
@@ -111,9 +110,9 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
   const out = await releaseAndClaim(ctx.db, workerId, releases, { max, leaseTtlMs: ctx.config.leaseTtlMs });
   const released = answerReleases(ctx, releases, out.released);
   if (!out.workerKnown) throw unknownWorker(workerId);
-  if (out.claimed.count === 0) ctx.idleClaims.remember(workerId, seq, max);
+  if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);
   else ctx.idleClaims.forget(workerId);
-  return { released, claimed: out.claimed };
+  return { released, jobs: out.claimed };
 }
 
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
@@ -216,15 +215,13 @@ function listenForCancelOrDrain(ctx: AppContext, workerId: string, res: Response
  * The claimer hung up (a draining worker aborts its long-poll) after we had claimed for it: it
  * will never see these jobs, so they go straight back, uncharged, instead of waiting out a lease.
  */
-async function handBack(ctx: AppContext, workerId: string, jobs: ClaimedJob[]) {
+async function handBack(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   if (jobs.length === 0) return;
-  await release(ctx, jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'requeue' as const, reason: 'lost' as const })));
+  await release(ctx, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
   ctx.log.info({ workerId, jobIds: jobs.map((j) => j.id) }, 'claimer hung up before the answer; jobs requeued');
 }
 
-function logClaims(ctx: AppContext, workerId: string, claimed: ClaimedJobs) {
-  ctx.metrics.claimed.inc(claimed.count);
-  // Reading the jobs may parse their JSON: only for log lines that are written.
-  if (!ctx.log.isLevelEnabled('info')) return;
-  for (const j of claimed.jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.attempt }, 'job claimed');
+function logClaims(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
+  ctx.metrics.claimed.inc(jobs.length);
+  for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
 }

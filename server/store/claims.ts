@@ -11,7 +11,6 @@ import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js'
 import type { Allocation } from './workers.js';
 import type { InsertJobs } from './jobs.js';
 import type { PreparedStatements } from './prepared.js';
-import { ClaimedJobs } from './job-view.js';
 
 export interface ClaimOptions {
   max: number;
@@ -38,23 +37,24 @@ export const claimsInOneStatement = (settings: PlacementSettings) => settings.fi
 
 export interface ReleaseAndClaim {
   released: Map<number, ReleasedRun>;
-  claimed: ClaimedJobs;
+  claimed: ClaimRow[];
   workerKnown: boolean;
 }
 
 /**
  * A worker's finished runs, then its claim, in one statement and one commit (where claims are one
- * statement): a worker running short jobs does this for every few jobs it runs. The claimed jobs
- * come back as the JSON of their wire shape (migrations/011).
+ * statement): a worker running short jobs does this for every few jobs it runs.
  */
 export async function releaseAndClaim(db: Db, workerId: string, releases: ReleaseRequest[], opts: ClaimOptions): Promise<ReleaseAndClaim> {
-  const row = (await sql<{ worker_known: boolean; released: ReleasedRun[]; claimed_count: number; claimed: string }>`
-    SELECT * FROM skipjack_release_and_claim_wire(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows[0];
-  return {
-    released: new Map(row.released.map((r) => [r.id, r])),
-    claimed: ClaimedJobs.ofJson(row.claimed_count, row.claimed),
-    workerKnown: row.worker_known,
-  };
+  const rows = (await sql<ClaimRow & ReleasedRun & { kind: 'released' | 'claimed' | 'no_worker' }>`
+    SELECT * FROM skipjack_release_and_claim(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
+  const out: ReleaseAndClaim = { released: new Map(), claimed: [], workerKnown: true };
+  for (const r of rows) {
+    if (r.kind === 'released') out.released.set(r.id, r);
+    else if (r.kind === 'claimed') out.claimed.push(r);
+    else out.workerKnown = false;
+  }
+  return out;
 }
 
 /**

@@ -57,27 +57,3 @@ function redactEnv(env: Record<string, string>, secret: string[]): Record<string
   if (secret.length === 0) return env;
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, secret.includes(k) ? '***' : v]));
 }
-
-/**
- * Claimed jobs in wire shape. Where PostgreSQL built their JSON (skipjack_release_and_claim_wire),
- * that text goes into the answer as it came, and is parsed only if something reads the jobs.
- */
-export class ClaimedJobs {
-  private constructor(readonly count: number, private text: string | undefined, private list: ClaimedJob[] | undefined) {}
-
-  static ofRows(rows: ClaimRow[]): ClaimedJobs {
-    return new ClaimedJobs(rows.length, undefined, rows.map(toClaimedJob));
-  }
-
-  static ofJson(count: number, text: string): ClaimedJobs {
-    return new ClaimedJobs(count, text, undefined);
-  }
-
-  get jobs(): ClaimedJob[] {
-    return (this.list ??= JSON.parse(this.text!) as ClaimedJob[]);
-  }
-
-  get json(): string {
-    return (this.text ??= JSON.stringify(this.list));
-  }
-}
