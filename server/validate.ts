@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { HttpError } from './errors.js';
 
 export function parse<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'query' | 'params'): z.output<S> {
-  const proto = protoKeyPath(input);
-  if (proto) throw invalidRequest([{ path: [where, ...proto].join('.'), message: 'must not be a key: it would set the object\'s prototype' }]);
+  const unfit = unfitPart(input);
+  if (unfit) throw invalidRequest([{ path: [where, ...unfit.path].join('.'), message: unfit.message }]);
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
   throw invalidRequest(result.error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), message: i.message })));
@@ -21,16 +21,39 @@ export const idParam = z.strictObject({
 });
 export const workerParam = z.strictObject({ id: z.uuid('must be a worker id (uuid)') });
 
+const MAX_DEPTH = 64;
+// A lone UTF-16 surrogate: JSON carries it, PostgreSQL's json and text cannot.
+const loneSurrogate = /\p{Cs}/u;
+
 /**
- * Where a "__proto__" key is, if anywhere. JSON.parse makes it an ordinary key, and zod drops it
- * without a word (copied over, it would set the prototype): a label constraint so named vanished.
+ * The first part of a request that no schema should see, and why, if any:
+ * - a "__proto__" key: JSON.parse makes it an ordinary key, and zod drops it without a word
+ *   (copied over, it would set the prototype): a label constraint so named vanished;
+ * - a string or key with a lone surrogate: jsonb refused it with a 500, text stored U+FFFD;
+ * - nesting deeper than any request needs, which a recursive walk would pay for with its stack.
+ * Breadth first and without recursion, so a body of any shape is walked safely.
  */
-function protoKeyPath(value: unknown): string[] | null {
-  if (value === null || typeof value !== 'object') return null;
-  if (Object.hasOwn(value, '__proto__')) return ['__proto__'];
-  for (const key in value) {
-    const below = protoKeyPath((value as Record<string, unknown>)[key]);
-    if (below) return [key, ...below];
+function unfitPart(input: unknown): { path: string[]; message: string } | null {
+  // Each entry: a value, the entry it is under and its key there (the path, rebuilt only if needed).
+  const queue: { value: unknown; under: number; key: string; depth: number }[] = [{ value: input, under: -1, key: '', depth: 0 }];
+  const pathOf = (i: number, ...more: string[]) => {
+    const path = more;
+    for (let at = i; at > 0; at = queue[at].under) path.unshift(queue[at].key);
+    return path;
+  };
+  for (let i = 0; i < queue.length; i++) {
+    const { value, depth } = queue[i];
+    if (typeof value === 'string') {
+      if (loneSurrogate.test(value)) return { path: pathOf(i), message: 'must be valid Unicode (it holds a lone surrogate)' };
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_DEPTH) return { path: pathOf(i), message: `must not nest more than ${MAX_DEPTH} levels deep` };
+    if (Object.hasOwn(value, '__proto__')) return { path: pathOf(i, '__proto__'), message: 'must not be a key: it would set the object\'s prototype' };
+    for (const key in value) {
+      if (loneSurrogate.test(key)) return { path: pathOf(i, key), message: 'must be a valid Unicode key (it holds a lone surrogate)' };
+      queue.push({ value: (value as Record<string, unknown>)[key], under: i, key, depth: depth + 1 });
+    }
   }
   return null;
 }

@@ -70,6 +70,12 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
     [JSON.parse('{"command":["x"],"env":{"__proto__":"x"}}'), 'body.env.__proto__'],
     // The second job would be answered with the first and never stored.
     [{ jobs: [{ command: ['a'], idempotencyKey: 'twice' }, { command: ['b'], idempotencyKey: 'twice' }] }, 'body.jobs.1.idempotencyKey'],
+    // A lone surrogate is valid JSON, not valid text: jsonb refused these with a 500.
+    ['{"command":["x"],"env":{"A":"\\ud800"}}', 'body.env.A'],
+    ['{"command":["x"],"constraints":{"region":"\\ud800"}}', 'body.constraints.region'],
+    ['{"command":["x"],"restart":{"\\udc00":1}}', 'body.restart.'],
+    // Nesting that a recursive walk paid for with its stack (a 500).
+    [`{"command":["x"],"env":{"A":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`, 'body.env.A.0.0'],
   ];
   for (const [body, field] of cases) {
     const res = await post('/jobs', body);
@@ -128,6 +134,7 @@ test('a worker registers only queues a job can name, and labels with a value', a
     [{ name: 'w', queues: ['Bad Queue!'] }, 'body.queues.0'],
     [{ name: 'w', labels: { gpu: '' } }, 'body.labels.gpu'],
     [JSON.parse('{"name":"w","labels":{"__proto__":"x"}}'), 'body.labels.__proto__'],
+    ['{"name":"w","labels":{"k":"\\udc00"}}', 'body.labels.k'],
   ] as [unknown, string][]) {
     const res = await post('/workers', body);
     expect([res.status, res.body.message]).toEqual([400, expect.stringContaining(field)]);
