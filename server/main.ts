@@ -9,9 +9,10 @@ import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotifyHub } from './notify.js';
-import { failMissedDeadlines, returnStaleAssignments, scheduleOnce } from './placement/scheduler.js';
+import { scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
-import { deleteExpiredJobs, markSilentWorkersGone, reapExpiredLeases } from './store/reaper.js';
+import { deleteExpiredJobs } from './store/reaper.js';
+import { reaperTick } from './loops/reaper-tick.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
@@ -54,20 +55,8 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   });
   const dueWakeups = startDueWakeups(db, hub);
   const loops: Loop[] = [
-    startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, async (trx) => {
-      for (const job of await reapExpiredLeases(trx)) {
-        metrics.reaped.inc();
-        log.warn({ jobId: job.id, workerId: job.worker_id, attempt: job.runs, state: job.state }, 'lease expired; run recorded as lost');
-      }
-      const gone = await markSilentWorkersGone(trx, config.workerGoneAfterMs);
-      if (gone.length > 0) log.warn({ workerIds: gone }, 'workers silent too long; marked gone');
-      for (const a of await returnStaleAssignments(trx, placement.assignTimeoutMs)) {
-        log.warn({ jobId: a.id, workerId: a.worker_id }, 'assignment not started in time; job back to pending');
-      }
-      for (const f of await failMissedDeadlines(trx, placement, config.workerGoneAfterMs)) {
-        log.warn({ jobId: f.id, error: f.error }, 'placement deadline missed; job failed');
-      }
-    }),
+    startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs },
+      (trx) => reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics })),
   ];
   if (config.retentionMs > 0) {
     loops.push(startLeaderLoop(db, log, { name: 'retention', lockKey: RETENTION_LOCK, intervalMs: 60_000 }, async (trx) => {

@@ -1,7 +1,10 @@
 // Claims under concurrency: SKIP LOCKED must hand every job to exactly one claimer, and a
 // worker's capacity must hold however many claims race for it.
 import { sql } from 'kysely';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { Db } from '../../server/db.js';
+import { reaperTick } from '../../server/loops/reaper-tick.js';
+import { loadPlacementSettings } from '../../server/placement/settings.js';
+import { quietLog, startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
 beforeAll(async () => { t = await startTestServer(); });
@@ -85,9 +88,38 @@ test('a release that waited on a cancel sees it: the failed run ends cancelled, 
   });
 });
 
-async function untilSomeoneWaitsOnALock() {
+test("a reaper pass and a heartbeat naming a silent worker's expired lease do not deadlock", async () => {
+  // A server of its own whose reaper never runs by itself: this test runs the pass.
+  const quiet = await startTestServer({ reaperIntervalMs: 3_600_000 });
+  try {
+    const db = quiet.tdb.db;
+    const w = await quiet.client.register({ name: 'silent', queues: ['silent'] });
+    const job = await quiet.client.enqueue({ command: ['true'], queue: 'silent' });
+    const [claimed] = (await quiet.client.claim(w.id, 1)).jobs;
+    await sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}`.execute(db);
+    await sql`UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = ${w.id}`.execute(db);
+    const deps = { goneAfterMs: 90_000, placement: await loadPlacementSettings({}), log: quietLog, metrics: quiet.server.metrics };
+    await db.connection().execute(async (heartbeat) => {
+      // A heartbeat locks its worker's row, then the jobs it names.
+      await sql`BEGIN`.execute(heartbeat);
+      await sql`UPDATE workers SET last_seen_at = now() WHERE id = ${w.id}`.execute(heartbeat);
+      const pass = db.transaction().execute((trx) => reaperTick(trx as unknown as Db, deps));
+      await untilSomeoneWaitsOnALock(db);
+      await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(heartbeat);
+      await sql`COMMIT`.execute(heartbeat);
+      await pass;
+    });
+    // The heartbeat came first: the worker is not gone, and its lease lives on.
+    expect((await quiet.client.getJob(job.id)).state).toBe('running');
+    expect((await quiet.client.workers()).workers.find((x) => x.id === w.id)?.state).toBe('active');
+  } finally {
+    await quiet.close();
+  }
+});
+
+async function untilSomeoneWaitsOnALock(db: Db = t.tdb.db) {
   for (let i = 0; i < 200; i++) {
-    const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.tdb.db)).rows[0].n;
+    const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db)).rows[0].n;
     if (waiting > 0) return;
     await new Promise((r) => setTimeout(r, 10));
   }
