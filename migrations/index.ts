@@ -10,6 +10,7 @@ import * as m007 from './007_notify_job_ids.js';
 import * as m008 from './008_final_run_in_job_row.js';
 import * as m009 from './009_worker_keys.js';
 import * as m010 from './010_release_without_row_lock.js';
+import * as m011 from './011_worker_drain_kept.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '008_final_run_in_job_row': m008,
   '009_worker_keys': m009,
   '010_release_without_row_lock': m010,
+  '011_worker_drain_kept': m011,
 };

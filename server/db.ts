@@ -24,6 +24,8 @@ export interface WorkersTable {
   version: string | null;
   /** sha256 (hex) of the key the registration returned (migration 009); null for older workers. */
   key_sha256: string | null;
+  /** A drain was asked (migration 011): a gone worker that heartbeats again comes back draining. */
+  drain_asked: Generated<boolean>;
   registered_at: DefaultTimestamp;
   last_seen_at: DefaultTimestamp;
 }

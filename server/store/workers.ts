@@ -46,9 +46,10 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
   const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId }))).sort((a, b) => a.jobId - b.jobId);
   const rows = (await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
     WITH w AS (
-      -- A silent worker marked gone is back; a deregistered one stays out, unseen.
+      -- A silent worker marked gone is back (still draining if it was asked to); a deregistered
+      -- one stays out, unseen.
       UPDATE workers SET last_seen_at = CASE WHEN state = 'deregistered' THEN last_seen_at ELSE now() END,
-        state = CASE WHEN state = 'gone' THEN 'active' ELSE state END
+        state = CASE WHEN state <> 'gone' THEN state WHEN drain_asked THEN 'draining' ELSE 'active' END
       WHERE id = ANY(${beats.map((b) => b.workerId)}::uuid[]) RETURNING id, state
     ), l AS (
       UPDATE jobs j SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
@@ -98,7 +99,7 @@ export const deregisteredAnswer = (leases: { jobId: number }[]): WorkerHeartbeat
 
 /** Deregistration is final: a deregistered worker is not set draining again (409). */
 export async function setWorkerState(db: Db | Transaction<Database>, workerId: string, state: 'draining' | 'deregistered'): Promise<WorkerRow> {
-  let q = db.updateTable('workers').set({ state }).where('id', '=', workerId);
+  let q = db.updateTable('workers').set(state === 'draining' ? { state, drain_asked: true } : { state }).where('id', '=', workerId);
   if (state === 'draining') q = q.where('state', '!=', 'deregistered');
   const row = await q.returningAll().executeTakeFirst();
   if (!row) {

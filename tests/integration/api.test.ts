@@ -183,6 +183,18 @@ test('a deregistered worker stays out: its leases are taken back at once, and it
   expect((await t.client.getJob(job.id)).state).toBe('pending');
 });
 
+test('a drain outlasts silence: a worker marked gone that heartbeats again comes back draining, not active', async () => {
+  const w = await t.client.register({ name: 'drain-silent', queues: ['drain-silent'] });
+  await t.client.drain(w.id);
+  await sql`UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = ${w.id}`.execute(t.tdb.db);
+  const stateOf = async () => (await sql<{ state: string }>`SELECT state FROM workers WHERE id = ${w.id}`.execute(t.tdb.db)).rows[0].state;
+  await until('the reaper to mark the worker gone', async () => (await stateOf()) === 'gone');
+  expect(await t.client.workerHeartbeat(w.id, [])).toMatchObject({ drain: true });
+  expect(await stateOf()).toBe('draining');
+  await t.client.enqueue({ command: ['true'], queue: 'drain-silent', allowUnplaceable: true });
+  expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
+});
+
 test('a deregistration and a release batch of the same jobs, at once, do not deadlock: both lock jobs in id order', async () => {
   // A worker sends its outcomes in the order its jobs ended, not in id order.
   for (let round = 0; round < 10; round++) {
