@@ -44,13 +44,19 @@ export class JobRun {
       const result = await this.proc.done;
       await this.shipper?.flush();
       if (this.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
-      const decision = this.stopReason ? { action: 'end' as const } : restarts.decide(result);
+      const wanted = restarts.decide(result);
+      const decision = this.stopReason ? { action: 'end' as const } : wanted;
       if (decision.action === 'restart') {
         log.warn({ exitCode: result.exitCode, signal: result.signal, restart: decision.restartNumber, delayMs: decision.delayMs }, 'job process ended; restarting it by its policy');
         if (await this.restart(result, decision.delayMs)) continue;
       }
+      // A stop is the outcome where it ended the job: it killed the process, or it kept the policy
+      // from restarting it. One that came after the process ended by itself (while a leftover of
+      // its group got its grace, or its output drained) leaves the outcome as the process made it:
+      // a job that exited 0 is not run again.
+      const stopped = this.stopReason && (isStopReason(result.reason) || wanted.action === 'restart') ? this.stopReason : null;
       const error = decision.action === 'crash_loop' ? decision.error : undefined;
-      return this.release(toRelease(this.job, result, this.stopReason, error));
+      return this.release(toRelease(this.job, result, stopped, error));
     }
   }
 
@@ -164,6 +170,8 @@ function outcomeOf(r: ProcessResult, stopped: StopReason | null, crashLoop?: str
 }
 
 const SUCCEEDED = { outcome: 'succeeded', reason: 'exited' } as const;
+
+const isStopReason = (reason: ProcessResult['reason']): reason is StopReason => reason === 'cancelled' || reason === 'shutdown';
 
 function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
   const full: ProcessResult = {

@@ -60,6 +60,15 @@ test('cancel of a running job kills it, keeps its output, and ends it cancelled'
   expect(await t.client.logs(job.id)).toBe('started\n');
 });
 
+test('a cancel that comes after the job exited by itself, while a leftover of its group gets its grace, leaves it succeeded', async () => {
+  await startWorker('late-stop');
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo done; (trap "" TERM; sleep 5) >/dev/null 2>&1 & exit 0'], queue: 'late-stop', killGraceSeconds: 3 });
+  await until('output', async () => (await t.client.logs(job.id)).includes('done'));
+  // Still running: the main process has exited, the leftover has its grace.
+  expect(await t.client.cancel(job.id)).toMatchObject({ state: 'running', cancelRequested: true });
+  expect(await finished(job.id, 10_000)).toMatchObject({ state: 'succeeded', exitCode: 0, endReason: 'exited' });
+});
+
 test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
   const w = await startWorker('spawn');
   const job = await t.client.enqueue({ command: ['/no/such/program'], queue: 'spawn', maxAttempts: 1 });
