@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { ApiRequestError, UnreachableError, SkipjackClient } from '../protocol/client.js';
 import { MAX_BATCH } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
+import { eitherAborts } from './abort.js';
 import { Backoff, sleep } from './backoff.js';
 import { JobRun } from './job-run.js';
 import { SpawnHelper } from './spawner.js';
@@ -165,13 +166,13 @@ export class WorkerAgent {
       const poll = new AbortController();
       const claimedAs = this.id;
       if (carried.items.length === 0) this.waitingPoll = { abort: poll, since: Date.now() };
+      // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
+      // Nor abort such a claim (a drain, more room): the server may have applied them already,
+      // and sent again they would be refused as stale.
+      const abortable = carried.items.length ? null : eitherAborts(this.stopClaiming.signal, poll.signal);
       try {
-        // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
-        // Nor abort such a claim (a drain, more room): the server may have applied them already,
-        // and sent again they would be refused as stale.
-        const signal = carried.items.length ? undefined : AbortSignal.any([this.stopClaiming.signal, poll.signal]);
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
-        const answer = await this.client.claim(claimedAs, free, waitMs, signal, carried.items);
+        const answer = await this.client.claim(claimedAs, free, waitMs, abortable?.signal, carried.items);
         carried.settle(answer.releases);
         const { jobs } = answer;
         backoff.reset();
@@ -190,6 +191,7 @@ export class WorkerAgent {
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
       } finally {
+        abortable?.dispose();
         this.waitingPoll = null;
       }
     }
@@ -281,9 +283,11 @@ export class WorkerAgent {
   private async sleepUntilNudged(ms: number): Promise<void> {
     const nudged = new AbortController();
     this.heartbeatNudge = () => { if (this.heartbeatWaits && this.nothingStopping()) nudged.abort(); };
+    const abortable = eitherAborts(this.stopHeartbeat.signal, nudged.signal);
     try {
-      await sleep(ms, AbortSignal.any([this.stopHeartbeat.signal, nudged.signal]));
+      await sleep(ms, abortable.signal);
     } finally {
+      abortable.dispose();
       this.heartbeatNudge = null;
     }
   }

@@ -2,6 +2,7 @@
 
 export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve(); // its abort event is gone: it would sleep the whole time
     const t = setTimeout(done, ms);
     function done() { clearTimeout(t); signal?.removeEventListener('abort', done); resolve(); }
     signal?.addEventListener('abort', done);
