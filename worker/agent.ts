@@ -57,8 +57,12 @@ export class WorkerAgent {
   private heartbeatWaits = false;
   /** Set while the heartbeat loop sleeps because a job is stopping: its end wakes the loop. */
   private heartbeatNudge: (() => void) | null = null;
-  /** Each running job, and its whole run (release included), which the drain waits on. */
-  private running = new Map<number, { run: JobRun; done: Promise<void> }>();
+  /**
+   * Each run in progress, and its whole run (release included), which the drain waits on. By lease
+   * token, not job id: a job whose lease was lost can be claimed here again while its old process
+   * still has its kill grace, and both hold a slot until they end.
+   */
+  private running = new Map<string, { run: JobRun; done: Promise<void> }>();
   private draining = false;
   private stopClaiming = new AbortController();
   private slotFreed: (() => void) | null = null;
@@ -106,7 +110,7 @@ export class WorkerAgent {
   }
 
   get runningJobIds(): number[] {
-    return [...this.running.keys()];
+    return [...this.running.values()].map(({ run }) => run.job.id);
   }
 
   async start(): Promise<void> {
@@ -242,16 +246,15 @@ export class WorkerAgent {
       log.info({ command: redact(job.command.join(' ')) }, 'job started');
     }
     const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', launch: this.spawnHelper?.launch, log });
-    const done = run.run().then(() => this.jobEnded(job.id, run), (err) => {
+    const done = run.run().then(() => this.jobEnded(run), (err) => {
       log.error({ err }, 'job run failed unexpectedly; its lease will expire');
-      this.jobEnded(job.id, run);
+      this.jobEnded(run);
     });
-    this.running.set(job.id, { run, done });
+    this.running.set(job.leaseToken, { run, done });
   }
 
-  private jobEnded(jobId: number, run: JobRun): void {
-    // The same job may have been claimed again meanwhile (after a lost lease): leave that run be.
-    if (this.running.get(jobId)?.run === run) this.running.delete(jobId);
+  private jobEnded(run: JobRun): void {
+    this.running.delete(run.job.leaseToken);
     this.slotFreed?.();
     this.restartPollForRoom();
     this.heartbeatNudge?.();
@@ -292,6 +295,12 @@ export class WorkerAgent {
     }
   }
 
+  /** The run of this job whose lease is still held here: the one a heartbeat names. */
+  private heldRun(jobId: number): JobRun | undefined {
+    for (const { run } of this.running.values()) if (run.job.id === jobId && !run.leaseLost) return run;
+    return undefined;
+  }
+
   private nothingStopping(): boolean {
     return !this.draining && ![...this.running.values()].some(({ run }) => run.stopping);
   }
@@ -309,14 +318,14 @@ export class WorkerAgent {
       });
       if (answer.deregistered) return this.deregistered();
       for (const id of answer.cancel) {
-        const run = this.running.get(id)?.run;
+        const run = this.heldRun(id);
         if (run) {
           this.log.info({ jobId: id }, 'cancel requested; stopping the job');
           run.stop('cancelled');
         }
       }
       for (const id of answer.lost) {
-        this.running.get(id)?.run.onLeaseLost();
+        this.heldRun(id)?.onLeaseLost();
       }
       if (answer.drain && !this.draining) {
         this.log.info('server asked this worker to drain');

@@ -69,6 +69,23 @@ test('a cancel that comes after the job exited by itself, while a leftover of it
   expect(await finished(job.id, 10_000)).toMatchObject({ state: 'succeeded', exitCode: 0, endReason: 'exited' });
 });
 
+test('a job claimed again after its lease was lost holds a second slot while its old process has its grace', async () => {
+  const w = await startWorker('reclaim', t.server.url, { capacity: { slots: 2 } });
+  // The shell ignores SIGTERM, so the old run lives out its kill grace.
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo up; while :; do sleep 0.1; done'], queue: 'reclaim', killGraceSeconds: 5, timeoutSeconds: 20 });
+  await until('output', async () => (await t.client.logs(job.id)).includes('up'));
+  // The lease runs out as if heartbeats had not got through: the reaper takes the job back, and
+  // this worker, the only one of its queue, claims it again while the old process still runs.
+  await sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}`.execute(t.tdb.db);
+  await until('both runs of the job on the worker', async () => w.runningJobIds.filter((id) => id === job.id).length === 2);
+  const other = await t.client.enqueue({ command: ['true'], queue: 'reclaim' });
+  await new Promise((r) => setTimeout(r, 500));
+  // Both slots are taken: the other job waits for the old run's end.
+  expect((await t.client.getJob(other.id)).state).toBe('pending');
+  await t.client.cancel(job.id);
+  expect(await finished(other.id, 20_000)).toMatchObject({ state: 'succeeded' });
+});
+
 test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
   const w = await startWorker('spawn');
   const job = await t.client.enqueue({ command: ['/no/such/program'], queue: 'spawn', maxAttempts: 1 });
