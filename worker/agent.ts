@@ -53,6 +53,8 @@ export class WorkerAgent {
   /** Proves to the server that this worker is itself (its own deregistration); from a server before 009, none. */
   private key: string | undefined;
   private heartbeatMs = 10_000;
+  /** The server's lease TTL (from the registration): a lease not extended for this long is gone. */
+  private leaseTtlMs = 30_000;
   /** The server holds a heartbeat until it has a cancel or a drain for us, so both arrive at once. */
   private heartbeatWaits = false;
   /** Set while the heartbeat loop sleeps because a job is stopping: its end wakes the loop. */
@@ -135,6 +137,7 @@ export class WorkerAgent {
         this.id = answer.id;
         this.key = answer.workerKey;
         this.heartbeatMs = answer.heartbeatIntervalMs;
+        this.leaseTtlMs = answer.leaseTtlMs;
         this.heartbeatWaits = answer.heartbeatWaits === true;
         this.log = this.opts.log.child({ workerId: this.id });
         this.log.info({ server: this.client.baseUrl, slots: this.slots }, 'worker registered');
@@ -176,13 +179,14 @@ export class WorkerAgent {
       const abortable = carried.items.length ? null : eitherAborts(this.stopClaiming.signal, poll.signal);
       try {
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
+        const sentAt = Date.now();
         const answer = await this.client.claim(claimedAs, free, waitMs, abortable?.signal, carried.items);
         carried.settle(answer.releases);
         const { jobs } = answer;
         backoff.reset();
         // A claim that was in flight when the drain began: hand those jobs straight back.
         if (this.draining) await this.requeue(jobs);
-        else for (const job of jobs) this.startJob(job);
+        else for (const job of jobs) this.startJob(job, sentAt);
       } catch (err) {
         carried.giveBack();
         if (this.draining) break;
@@ -239,13 +243,13 @@ export class WorkerAgent {
     if (jobs.length) this.log.info({ jobIds: jobs.map((j) => j.id) }, 'draining: requeued jobs claimed as the drain began');
   }
 
-  private startJob(job: ClaimedJob): void {
+  private startJob(job: ClaimedJob, claimSentAt: number): void {
     const log = lazyChild(this.log, { jobId: job.id, attempt: job.attempt });
     if (this.log.isLevelEnabled('info')) {
       const redact = redactor(job.secretEnv.map((k) => job.env[k] ?? ''));
       log.info({ command: redact(job.command.join(' ')) }, 'job started');
     }
-    const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', launch: this.spawnHelper?.launch, log });
+    const run = new JobRun(job, { client: this.client, releases: this.releases, allow: this.opts.allow ?? [], executor: this.opts.executor ?? 'process', launch: this.spawnHelper?.launch, log }, claimSentAt);
     const done = run.run().then(() => this.jobEnded(run), (err) => {
       log.error({ err }, 'job run failed unexpectedly; its lease will expire');
       this.jobEnded(run);
@@ -306,8 +310,10 @@ export class WorkerAgent {
   }
 
   private async heartbeat(waitMs: number): Promise<void> {
-    const leases = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing).map((r) => r.lease);
+    const runs = [...this.running.values()].map((r) => r.run).filter((r) => !r.leaseLost && !r.releasing);
+    const leases = runs.map((r) => r.lease);
     const sentAs = this.id;
+    const sentAt = Date.now();
     try {
       const answer = await this.client.workerHeartbeat(sentAs, leases, waitMs, this.stopHeartbeat.signal).catch((err) => {
         // A server of an older version (a rolling deploy, a rollback) refuses waitMs: ask as before.
@@ -327,6 +333,7 @@ export class WorkerAgent {
       for (const id of answer.lost) {
         this.heldRun(id)?.onLeaseLost();
       }
+      for (const run of runs) if (!run.leaseLost) run.leaseExtendedAt = sentAt;
       if (answer.drain && !this.draining) {
         this.log.info('server asked this worker to drain');
         void this.shutdown();
@@ -334,8 +341,23 @@ export class WorkerAgent {
     } catch (err) {
       if (this.stopped) return;
       if (isUnknownWorker(err)) return this.registerAgain(sentAs);
-      // Running jobs keep running: the lease TTL gives the server time to come back.
-      this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running');
+      // Running jobs keep running while their leases may still hold: the server may come back.
+      this.log.warn({ err: (err as Error).message }, 'heartbeat failed; jobs keep running while their leases last');
+      this.stopJobsOutlivingLeases();
+    }
+  }
+
+  /**
+   * A job whose lease will have run out before the next heartbeat can extend it stops, unreleased:
+   * the server takes such a lease back and the job runs elsewhere, and two copies must not run at
+   * once. A partition shorter than the lease TTL stops nothing.
+   */
+  private stopJobsOutlivingLeases(): void {
+    const nextChance = Date.now() + this.heartbeatMs;
+    for (const { run } of this.running.values()) {
+      if (run.leaseLost || run.releasing || nextChance < run.leaseExtendedAt + this.leaseTtlMs) continue;
+      this.log.warn({ jobId: run.job.id, leaseTtlMs: this.leaseTtlMs }, 'no heartbeat got through for the lease TTL; its lease is gone, stopping the job');
+      run.onLeaseLost();
     }
   }
 

@@ -33,7 +33,15 @@ export class JobRun {
   /** Cuts a restart's waits short on a stop; made when a restart waits. */
   private wake: AbortController | null = null;
 
-  constructor(readonly job: ClaimedJob, private deps: JobRunDeps) {}
+  /**
+   * When the request that last extended this run's lease was sent (its claim, then each heartbeat
+   * that named it and was answered): the lease lasts at least the lease TTL from then.
+   */
+  leaseExtendedAt: number;
+
+  constructor(readonly job: ClaimedJob, private deps: JobRunDeps, leaseStartedAt = Date.now()) {
+    this.leaseExtendedAt = leaseStartedAt;
+  }
 
   /** Runs to the end (release included); never rejects. */
   async run(): Promise<void> {

@@ -86,6 +86,17 @@ test('a job claimed again after its lease was lost holds a second slot while its
   expect(await finished(other.id, 20_000)).toMatchObject({ state: 'succeeded' });
 });
 
+test('a job whose lease cannot be extended before it runs out (the server away longer than the TTL) is stopped, unreleased', async () => {
+  const away = await startServer({ ...t.config, port: 0, leaseTtlMs: 3000 }, quietLog);
+  const w = await startWorker('partition', away.url, { pollWaitMs: 500 });
+  const job = await t.client.enqueue({ command: ['sleep', '60'], queue: 'partition' });
+  await until('job running on the worker', async () => w.runningJobIds.includes(job.id));
+  await away.close();
+  // Its lease runs out on the server (whose reaper gives the job to another worker): this copy stops.
+  await until('the job stopped on the worker', async () => w.runningJobIds.length === 0, 15_000);
+  expect((await t.client.getJob(job.id)).state).not.toBe('succeeded');
+});
+
 test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
   const w = await startWorker('spawn');
   const job = await t.client.enqueue({ command: ['/no/such/program'], queue: 'spawn', maxAttempts: 1 });
