@@ -355,8 +355,16 @@ export class WorkerAgent {
   private stopJobsOutlivingLeases(): void {
     const nextChance = Date.now() + this.heartbeatMs;
     for (const { run } of this.running.values()) {
-      if (run.leaseLost || run.releasing || nextChance < run.leaseExtendedAt + this.leaseTtlMs) continue;
-      this.log.warn({ jobId: run.job.id, leaseTtlMs: this.leaseTtlMs }, 'no heartbeat got through for the lease TTL; its lease is gone, stopping the job');
+      if (run.leaseLost || nextChance < run.leaseExtendedAt + this.leaseTtlMs) continue;
+      const jobId = run.job.id;
+      // An outcome still waiting for the server would be refused as stale: the job runs again.
+      if (run.releasing) {
+        if (this.releases.withdraw(jobId, 'the lease ran out before the server could take this outcome')) {
+          this.log.warn({ jobId, leaseTtlMs: this.leaseTtlMs }, 'no heartbeat got through for the lease TTL; dropping the job\'s outcome, which the server can no longer take (the job will run again)');
+        }
+        continue;
+      }
+      this.log.warn({ jobId, leaseTtlMs: this.leaseTtlMs }, 'no heartbeat got through for the lease TTL; its lease is gone, stopping the job');
       run.onLeaseLost();
     }
   }

@@ -79,6 +79,7 @@ export class JobRun {
     if (this.leaseLost) return;
     this.leaseLost = true;
     this.deps.log.warn('lease lost (expired or reclaimed); stopping the job');
+    this.shipper?.abandon();
     this.stop('cancelled');
   }
 

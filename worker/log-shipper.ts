@@ -30,6 +30,13 @@ export class LogShipper {
     this.flushing ??= this.drain();
   }
 
+  /** The lease is gone: what is not stored yet never will be, so stop trying (a flush ends). */
+  abandon(): void {
+    this.lost = true;
+    this.pending = [];
+    this.wake?.();
+  }
+
   /** Resolves once every chunk pushed so far is stored (or the lease is lost). */
   async flush(): Promise<void> {
     this.wake?.();

@@ -57,6 +57,18 @@ export class ReleaseBatcher {
     };
   }
 
+  /**
+   * Takes back a job's outcome that is queued and not being sent, answered as refused: its lease
+   * is gone, and the server would refuse it as stale. False when it is not there to take.
+   */
+  withdraw(jobId: number, message: string): boolean {
+    const i = this.queue.findIndex((p, at) => at >= this.inFlight && p.item.jobId === jobId);
+    if (i < 0) return false;
+    const [taken] = this.queue.splice(i, 1);
+    taken.resolve({ ok: false, error: 'lease_expired', message });
+    return true;
+  }
+
   /** Outcomes queued and not yet being sent. */
   queuedCount(): number {
     return this.queue.length - this.inFlight;
