@@ -3,6 +3,9 @@ import { sql } from 'kysely';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { WorkerAgent } from '../../worker/agent.js';
 import { startServer } from '../../server/main.js';
 import { startTestServer, until, quietLog, type TestServer } from '../support/server.js';
@@ -15,7 +18,8 @@ const workers: WorkerAgent[] = [];
 // CI machine lets a finished run's lease expire before its release lands (seen once at 1.5 s).
 beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 3000 }); });
 afterEach(async () => { await Promise.all(workers.splice(0).map((w) => w.shutdown())); });
-afterAll(async () => { await t.close(); });
+const afterAllCleanups: (() => void)[] = [];
+afterAll(async () => { await t.close(); afterAllCleanups.forEach((clean) => clean()); });
 
 async function startWorker(queue: string, serverUrl = t.server.url, extra: Partial<ConstructorParameters<typeof WorkerAgent>[0]> = {}) {
   const w = new WorkerAgent({ serverUrl, name: `w-${queue}`, queues: [queue], pollWaitMs: 2000, drainTimeoutMs: 5000, log: quietLog, ...extra });
@@ -62,11 +66,17 @@ test('cancel of a running job kills it, keeps its output, and ends it cancelled'
 
 test('a cancel that comes after the job exited by itself, while a leftover of its group gets its grace, leaves it succeeded', async () => {
   await startWorker('late-stop');
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo done; (trap "" TERM; sleep 5) >/dev/null 2>&1 & exit 0'], queue: 'late-stop', killGraceSeconds: 3 });
+  // The leftover ignores SIGTERM before the main process says 'done' and exits: on a starved
+  // machine the group's stop signal could otherwise reach the leftover before its trap was set.
+  const dir = mkdtempSync(join(tmpdir(), 'skipjack-late-stop-'));
+  afterAllCleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const marker = join(dir, 'trapped');
+  const script = '(trap "" TERM; : >"$1"; exec sleep 30) >/dev/null 2>&1 & while [ ! -e "$1" ]; do sleep 0.01; done; echo done; exit 0';
+  const job = await t.client.enqueue({ command: ['sh', '-c', script, 'sh', marker], queue: 'late-stop', killGraceSeconds: 4 });
   await until('output', async () => (await t.client.logs(job.id)).includes('done'));
   // Still running: the main process has exited, the leftover has its grace.
   expect(await t.client.cancel(job.id)).toMatchObject({ state: 'running', cancelRequested: true });
-  expect(await finished(job.id, 10_000)).toMatchObject({ state: 'succeeded', exitCode: 0, endReason: 'exited' });
+  expect(await finished(job.id, 15_000)).toMatchObject({ state: 'succeeded', exitCode: 0, endReason: 'exited' });
 });
 
 test('a job claimed again after its lease was lost holds a second slot while its old process has its grace', async () => {
