@@ -115,6 +115,9 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
   return { released, jobs: out.claimed };
 }
 
+/** How soon a long-poll whose claim skipped jobs other claims held looks again. */
+const CONTENDED_RECHECK_MS = 100;
+
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
 async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
@@ -124,19 +127,23 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
     for (;;) {
       if (abort.signal.aborted) return [];
       const seq = ctx.hub.jobsSeq;
+      let contended = false;
       if (!ctx.idleClaims.nothingNew(workerId, seq, max)) {
-        const jobs = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
-        if (jobs.length > 0) {
+        const claimed = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+        if (claimed.jobs.length > 0) {
           ctx.idleClaims.forget(workerId);
-          return jobs;
+          return claimed.jobs;
         }
-        ctx.idleClaims.remember(workerId, seq, max);
+        contended = claimed.contended;
+        if (contended) ctx.idleClaims.forget(workerId);
+        else ctx.idleClaims.remember(workerId, seq, max);
       }
       const left = deadline - Date.now();
       if (left <= 0 || abort.signal.aborted) return [];
       const sleeping = ctx.sleepingClaims.sleep(workerId, max);
       try {
-        await ctx.hub.waitForJobs(seq, left, AbortSignal.any([abort.signal, sleeping.woken]));
+        // Skipped jobs may be left by the claim that holds them, and no NOTIFY would say so.
+        await ctx.hub.waitForJobs(seq, contended ? Math.min(left, CONTENDED_RECHECK_MS) : left, AbortSignal.any([abort.signal, sleeping.woken]));
       } finally {
         ctx.sleepingClaims.wake(sleeping);
       }

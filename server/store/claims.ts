@@ -28,9 +28,20 @@ type Executor = Db | Transaction<Database>;
  * FOR UPDATE SKIP LOCKED (so claimers never wait on each other), let every filter of the queue
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
-export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
-  if (opts.jobId === undefined && claimsInOneStatement(settings)) return claimInOneStatement(db, workerId, opts);
-  return (await claimInTransaction(db, settings, workerId, opts)).sort(inClaimOrder);
+export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<Claimed> {
+  if (opts.jobId === undefined && claimsInOneStatement(settings)) return { jobs: await claimInOneStatement(db, workerId, opts), contended: false };
+  const claimed = await claimInTransaction(db, settings, workerId, opts);
+  return { jobs: claimed.jobs.sort(inClaimOrder), contended: claimed.contended };
+}
+
+export interface Claimed {
+  jobs: ClaimRow[];
+  /**
+   * Nothing taken, while jobs that could be were locked by other claims. Those may leave them, and
+   * rows a claim locked and left free up without a NOTIFY: this claimer should look again soon.
+   * (The one-statement claim takes whatever it locks, so it never leaves rows for others to miss.)
+   */
+  contended: boolean;
 }
 
 export const claimsInOneStatement = (settings: PlacementSettings) => settings.filtersInSql && !hasCentralQueues(settings);
@@ -107,24 +118,35 @@ function inClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || a.id - b.id;
 }
 
-async function claimInTransaction(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<JobRow[]> {
+async function claimInTransaction(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<{ jobs: JobRow[]; contended: boolean }> {
   return db.transaction().execute(async (trx) => {
     const worker = await lockWorker(trx, workerId);
-    if (worker.state !== 'active') return [];
+    const nothing = { jobs: [], contended: false };
+    if (worker.state !== 'active') return nothing;
     const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.max, opts.leaseTtlMs) : [];
     const max = opts.max - assigned.length;
     const queues = worker.queues.filter((q) => settings.modeFor(q) === 'pull');
-    if (max <= 0 || queues.length === 0) return assigned;
+    if (max <= 0 || queues.length === 0) return { ...nothing, jobs: assigned };
     const load = await workerLoad(trx, worker.id);
     const candidates = await selectCandidates(trx, worker, load, queues, max, true, opts.jobId);
     const chosen = choose(settings, worker, load, candidates, max);
     // Rows we locked but leave behind free up at commit without a NOTIFY of their own; without
     // one, claimers that skipped them as locked would sleep as if nothing were there. Only a claim
-    // that took something says so: one that took nothing would wake itself again, forever.
+    // that took something says so: one that took nothing would wake itself again, forever. A
+    // claimer that took nothing finds out for itself that it skipped rows (`contended`).
     if (chosen.length > 0 && candidates.length > chosen.length) await sql`SELECT pg_notify('skipjack_jobs', '')`.execute(trx);
-    if (chosen.length === 0) return assigned;
-    return [...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))];
+    if (chosen.length === 0) {
+      const contended = assigned.length === 0 && opts.jobId === undefined && (await skippedLocked(trx, worker, load, queues, max, candidates));
+      return { jobs: assigned, contended };
+    }
+    return { ...nothing, jobs: [...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))] };
   });
+}
+
+/** The same look without SKIP LOCKED finds a job the locking one passed over: another claim holds it. */
+async function skippedLocked(trx: Transaction<Database>, w: WorkerRow, load: Allocation, queues: string[], max: number, locked: JobRow[]): Promise<boolean> {
+  const seen = new Set(locked.map((c) => c.id));
+  return (await selectCandidates(trx, w, load, queues, max, false)).some((c) => !seen.has(c.id));
 }
 
 async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
@@ -182,7 +204,7 @@ async function startAssigned(trx: Transaction<Database>, workerId: string, max: 
 
 /** The single-job claim: 409 when the job is taken, not pending, or does not fit this worker. */
 export async function claimOne(db: Db, settings: PlacementSettings, workerId: string, jobId: number, leaseTtlMs: number): Promise<ClaimRow> {
-  const [row] = await claimJobs(db, settings, workerId, { max: 1, leaseTtlMs, jobId });
+  const [row] = (await claimJobs(db, settings, workerId, { max: 1, leaseTtlMs, jobId })).jobs;
   if (row) return row;
   const job = await db.selectFrom('jobs').select(['state']).where('id', '=', jobId).executeTakeFirst();
   if (!job) throw notFound(`job ${jobId}`);

@@ -117,6 +117,31 @@ test("a reaper pass and a heartbeat naming a silent worker's expired lease do no
   }
 });
 
+// A claim that passes over a job another claim has locked must not sleep as if there were none:
+// that claim may leave the job (a plugin filter refused it), and rows it leaves free up at its
+// commit with no NOTIFY. Here an open transaction plays that claim.
+test('a long-poll whose claim skipped a locked job looks again, and takes it once it is free (transaction claim path)', async () => {
+  // A central queue sends every claim down the transaction path, as a plugin filter would.
+  const tx = await startTestServer({ placement: { queues: { elsewhere: { mode: 'central' } } } });
+  try {
+    const w = await tx.client.register({ name: 'skipper', queues: ['skip'] });
+    const job = await tx.client.enqueue({ command: ['true'], queue: 'skip' });
+    await tx.tdb.db.connection().execute(async (other) => {
+      await sql`BEGIN`.execute(other);
+      await sql`SELECT id FROM jobs WHERE id = ${job.id} FOR UPDATE`.execute(other);
+      // Skipped while locked: the claim comes back empty.
+      expect((await tx.client.claim(w.id, 1)).jobs).toEqual([]);
+      const longPoll = tx.client.claim(w.id, 1, 10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      await sql`COMMIT`.execute(other);
+      // Before the long-poll's end: it looked again, rather than sleep until a wake-up or its deadline.
+      expect((await longPoll).jobs.map((j) => j.id)).toEqual([job.id]);
+    });
+  } finally {
+    await tx.close();
+  }
+});
+
 async function untilSomeoneWaitsOnALock(db: Db = t.tdb.db) {
   for (let i = 0; i < 200; i++) {
     const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db)).rows[0].n;
