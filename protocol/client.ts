@@ -12,7 +12,15 @@ export class ApiRequestError extends Error {
     super(typeof body === 'string' ? `HTTP ${status}: ${body}` : `HTTP ${status} ${body.error}: ${body.message}`);
   }
   get code(): string | undefined {
-    return typeof this.body === 'string' ? undefined : this.body.error;
+    return typeof this.body === 'string' ? undefined : this.body?.error;
+  }
+  /**
+   * Worth sending again: the server had trouble (5xx), asked for patience (408, 429), or the
+   * answer is not the API's own (no error code: a proxy's or a load balancer's page), so it says
+   * nothing about the request itself.
+   */
+  get retryable(): boolean {
+    return this.status >= 500 || this.status === 408 || this.status === 429 || this.code === undefined;
   }
 }
 

@@ -159,6 +159,9 @@ export type Release = z.input<typeof releaseSchema>;
 /** A service job's process ended and its restart policy starts it again, under the same lease. */
 export const restartSchema = z.strictObject({
   leaseToken: z.uuid(),
+  // The run that ended (the claim's attempt, then each restart's answer): a restart sent again
+  // after the server recorded it gets the same answer instead of opening another run.
+  run: z.number().int().positive().optional(),
   exitCode: int32.nullable().optional(),
   signal: reportedSignal.nullable().optional(),
   // How the run ended by itself: a run stopped by anyone else is released, not restarted.

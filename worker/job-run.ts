@@ -38,9 +38,12 @@ export class JobRun {
    * that named it and was answered): the lease lasts at least the lease TTL from then.
    */
   leaseExtendedAt: number;
+  /** The job's run number on the server: its claim's, then each restart's. */
+  private currentRun: number;
 
   constructor(readonly job: ClaimedJob, private deps: JobRunDeps, leaseStartedAt = Date.now()) {
     this.leaseExtendedAt = leaseStartedAt;
+    this.currentRun = job.attempt;
   }
 
   /** Runs to the end (release included); never rejects. */
@@ -122,16 +125,19 @@ export class JobRun {
     await sleep(delayMs, wake.signal);
     if (this.stopReason) return false;
     const backoff = new Backoff(100, 5000);
+    // The run that ended: a retry of a restart the server already recorded gets the same answer.
+    const report = { leaseToken: this.job.leaseToken, run: this.currentRun, exitCode: result.exitCode, signal: result.signal, reason: result.reason === 'timed_out' ? 'timed_out' as const : 'exited' as const };
     for (;;) {
       try {
-        await this.deps.client.restart(this.job.id, { leaseToken: this.job.leaseToken, exitCode: result.exitCode, signal: result.signal, reason: result.reason === 'timed_out' ? 'timed_out' : 'exited' });
+        this.currentRun = (await this.deps.client.restart(this.job.id, report)).run;
         return true;
       } catch (err) {
-        if (err instanceof ApiRequestError && err.status < 500) {
-          this.onLeaseLost();
+        if (err instanceof ApiRequestError && !err.retryable) {
+          // The lease is gone, or the server will not restart this job: then its outcome is released.
+          if (err.code === 'stale_lease') this.onLeaseLost();
           return false;
         }
-        // Anything else (an outage, a 5xx, a garbled answer) is worth another try.
+        // Anything else (an outage, a 5xx, a proxy's refusal, a garbled answer) is worth another try.
         await sleep(backoff.next(), wake.signal);
         if (this.stopReason) return false;
       }

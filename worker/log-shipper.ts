@@ -89,13 +89,13 @@ export class LogShipper {
       this.lost = true;
       return true;
     }
+    if (err instanceof UnreachableError || (err instanceof ApiRequestError && err.retryable)) return false;
     if (err instanceof ApiRequestError && (err.status === 409 || err.status === 404)) {
       this.lost = true;
       this.pending = [];
       this.onLeaseLost();
       return true;
     }
-    if (err instanceof UnreachableError || (err instanceof ApiRequestError && err.status >= 500)) return false;
     // Any other refusal will not change on a retry: drop what we hold rather than spin.
     this.onRefused(err as Error);
     this.pending = [];

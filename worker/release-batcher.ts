@@ -104,7 +104,7 @@ export class ReleaseBatcher {
         batch.forEach((p, i) => p.resolve(answer(results[i])));
         backoff.reset();
       } catch (err) {
-        if (!(err instanceof ApiRequestError && err.status < 500)) {
+        if (!(err instanceof ApiRequestError) || err.retryable) {
           this.inFlight = 0;
           const delay = backoff.next();
           this.onRetry(err as Error, delay);

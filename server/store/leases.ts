@@ -58,21 +58,26 @@ export function releaseArgs(releases: ReleaseRequest[]) {
  * the job has one.
  */
 export async function recordRestart(db: Db, jobId: number, r: z.output<typeof restartSchema>): Promise<number> {
-  const row = (await sql<{ restartable: boolean; runs: number | null }>`
+  // Under one lease only restarts move `runs`: one past the reported run means this restart is recorded.
+  const ended = r.run ?? null;
+  const row = (await sql<{ restartable: boolean; runs: number; bumped: number | null }>`
     WITH cur AS (
-      SELECT id, runs, worker_id, started_at, coalesce(restart ->> 'policy', 'never') <> 'never' AS restartable FROM jobs
+      SELECT id, runs, worker_id, started_at, coalesce(restart ->> 'policy', 'never') <> 'never' AS restartable,
+        ${ended}::int IS NULL OR runs = ${ended}::int AS opens FROM jobs
       WHERE id = ${jobId} AND lease_token = ${r.leaseToken} AND state = 'running' FOR UPDATE
     ), closed AS (
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, end_reason)
       SELECT id, runs, worker_id, started_at, now(), 'restarted', ${r.exitCode ?? null}::int, ${r.signal ?? null}::text, ${r.reason ?? 'exited'}::text
-      FROM cur WHERE restartable
+      FROM cur WHERE restartable AND opens
     ), bumped AS (
-      UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id AND cur.restartable RETURNING j.runs
+      UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id AND cur.restartable AND cur.opens RETURNING j.runs
     )
-    SELECT cur.restartable, bumped.runs FROM cur LEFT JOIN bumped ON true`.execute(db)).rows[0];
+    SELECT cur.restartable, cur.runs, bumped.runs AS bumped FROM cur LEFT JOIN bumped ON true`.execute(db)).rows[0];
   if (!row) throw staleLease(jobId);
   if (!row.restartable) throw new HttpError(409, 'no_restart_policy', `job ${jobId} has no restart policy that restarts it; release it instead`);
-  return row.runs!;
+  if (row.bumped !== null) return row.bumped;
+  if (row.runs === ended! + 1) return row.runs;
+  throw new HttpError(409, 'run_mismatch', `body.run: job ${jobId} is in run ${row.runs}; run ${ended} is not the one that ended`);
 }
 
 export interface AppendResult {

@@ -129,6 +129,24 @@ test('a restart is refused for a job whose policy does not restart it, and chang
   expect((await t.client.getJob(job.id)).state).toBe('running');
 });
 
+test('a restart sent again after the server recorded it gets the same answer and opens no second run', async () => {
+  const w = await t.client.register({ name: 'restart-twice', queues: ['restart-twice'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'restart-twice', restart: { policy: 'always' } });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const report = { leaseToken: claimed.leaseToken, run: claimed.attempt, exitCode: 0 };
+  const first = await post(`/jobs/${job.id}/restart`, report);
+  const again = await post(`/jobs/${job.id}/restart`, report);
+  expect([first.status, first.body]).toEqual([200, { run: claimed.attempt + 1 }]);
+  expect([again.status, again.body]).toEqual([200, { run: claimed.attempt + 1 }]);
+  // One run closed as restarted, and the one in progress.
+  const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
+  expect(runs.map((r: { outcome: string | null }) => r.outcome)).toEqual(['restarted', null]);
+  // A run that is neither the current one nor the one before is refused, naming the field.
+  const stale = await post(`/jobs/${job.id}/restart`, { ...report, run: claimed.attempt + 5 });
+  expect([stale.status, stale.body.error, stale.body.message]).toEqual([409, 'run_mismatch', expect.stringContaining('body.run')]);
+  expect((await t.client.getJob(job.id)).state).toBe('running');
+});
+
 test('a worker registers only queues a job can name, and labels with a value', async () => {
   for (const [body, field] of [
     [{ name: 'w', queues: ['Bad Queue!'] }, 'body.queues.0'],

@@ -227,24 +227,21 @@ test('short jobs ending one after another are released together by the next clai
   expect(releaseRequests).toBe(0);
 });
 
-test('a worker whose heartbeat meets an older server (one that refuses waitMs) heartbeats at the interval and keeps its leases', async () => {
-  // An older server in front of the real one, as in a rolling deploy: it refuses the field it does
-  // not know, as a strict schema does, and passes everything else through.
-  const seen = { refused: 0, plain: 0 };
-  const older = createServer(async (req, res) => {
+/**
+ * A proxy in front of the real server: `refuse` may answer a request itself (its body parsed);
+ * everything else is passed through. A worker that gives up on a long-poll hangs up on the proxy,
+ * which hangs up on the server too, or the server would hand a job to a claim nobody reads.
+ */
+async function startProxy(refuse: (url: string, body: Record<string, unknown>) => { status: number; type: string; body: string } | undefined) {
+  const proxy = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
-    if (/^\/workers\/[^/]+\/heartbeat$/.test(req.url ?? '')) {
-      if ('waitMs' in JSON.parse(body.toString() || '{}')) {
-        seen.refused++;
-        res.writeHead(400, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ error: 'invalid_request', message: 'body: Unrecognized key: "waitMs"', field: 'body' }));
-      }
-      seen.plain++;
+    const refusal = refuse(req.url ?? '', JSON.parse(body.toString() || '{}'));
+    if (refusal) {
+      res.writeHead(refusal.status, { 'content-type': refusal.type });
+      return void res.end(refusal.body);
     }
-    // A worker that gives up on a long-poll hangs up on us: hang up on the server too, or it would
-    // hand a job to a claim nobody reads.
     const hungUp = new AbortController();
     res.on('close', () => hungUp.abort());
     try {
@@ -256,10 +253,29 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
       res.end();
     }
   });
-  older.listen(0, '127.0.0.1');
-  await once(older, 'listening');
+  proxy.listen(0, '127.0.0.1');
+  await once(proxy, 'listening');
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    async close() {
+      await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    },
+  };
+}
+
+test('a worker whose heartbeat meets an older server (one that refuses waitMs) heartbeats at the interval and keeps its leases', async () => {
+  // An older server, as in a rolling deploy: it refuses the field it does not know, as a strict schema does.
+  const seen = { refused: 0, plain: 0 };
+  const older = await startProxy((url, body) => {
+    if (!/^\/workers\/[^/]+\/heartbeat$/.test(url)) return undefined;
+    if (!('waitMs' in body)) return void seen.plain++;
+    seen.refused++;
+    return { status: 400, type: 'application/json', body: JSON.stringify({ error: 'invalid_request', message: 'body: Unrecognized key: "waitMs"', field: 'body' }) };
+  });
   try {
-    await startWorker('older', `http://127.0.0.1:${(older.address() as AddressInfo).port}`);
+    await startWorker('older', older.url);
     // Longer than the lease TTL (3 s): it ends well only if heartbeats extend the lease.
     const job = await t.client.enqueue({ command: ['sleep', '4'], queue: 'older', maxAttempts: 1 });
     const done = await finished(job.id, 20_000);
@@ -267,9 +283,36 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
     expect(seen.refused).toBe(1);
     expect(seen.plain).toBeGreaterThanOrEqual(2);
   } finally {
-    await Promise.all(workers.splice(0).map((w) => w.shutdown()));
-    older.closeAllConnections();
-    await new Promise((resolve) => older.close(resolve));
+    await older.close();
+  }
+});
+
+test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart or a release is retried, not taken as a lost lease", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skipjack-proxy-refusal-'));
+  afterAllCleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const refused = { restart: 0, releases: 0 };
+  const limiter = await startProxy((url, body) => {
+    const tooMany = { status: 429, type: 'text/plain', body: 'Too Many Requests' };
+    // Outcomes go up only by /releases here, whose first request is refused.
+    if (url === '/claims' && Array.isArray(body.releases)) return tooMany;
+    if (url === '/releases' && refused.releases++ === 0) return tooMany;
+    if (url.endsWith('/restart') && refused.restart++ === 0) return tooMany;
+    return undefined;
+  });
+  try {
+    await startWorker('limited', limiter.url);
+    // Fails its first run, then succeeds: one restart, then one release.
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', join(dir, 'ran')], queue: 'limited', maxAttempts: 1,
+      restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
+    });
+    expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
+    const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
+    expect(runs.map((r: { outcome: string }) => r.outcome)).toEqual(['restarted', 'succeeded']);
+    expect(refused.restart).toBe(2);
+    expect(refused.releases).toBeGreaterThanOrEqual(2);
+  } finally {
+    await limiter.close();
   }
 });
 
