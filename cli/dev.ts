@@ -31,7 +31,7 @@ export async function runDev(opts: { slots: number; port?: number; placement?: '
       `  curl -s -X POST ${server.url}/jobs -H 'content-type: application/json' -d '{"command":["sh","-c","echo hi"]}'\n` +
       `Ctrl-C drains the worker and stops; a second Ctrl-C stops running jobs at once.\n\n`,
   );
-  await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());
+  await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
   await server.close();
   await embedded?.stop();
 }

@@ -70,7 +70,7 @@ program.command('worker')
       drainTimeoutMs: o.drainTimeout * 1000, claimGatherMs: Math.max(0, o.claimGatherMs), spawnHelper: o.spawnHelper, log,
     });
     await worker.start();
-    await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll());
+    await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
   });
 
 program.command('migrate')

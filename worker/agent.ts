@@ -418,6 +418,19 @@ export class WorkerAgent {
     return this.shutdownPromise;
   }
 
+  /**
+   * Waits for the server no more (a third stop request): jobs still running stop unreleased, and
+   * output and outcomes not yet delivered are dropped. The server gives those jobs out again once
+   * their leases expire.
+   */
+  giveUp(): void {
+    const waiting = [...this.running.values()].filter(({ run }) => run.releasing).length;
+    this.log.warn({ running: this.running.size - waiting, outcomesWaiting: waiting }, 'not waiting for the server any more: stopping jobs unreleased and dropping undelivered outcomes (their jobs run again once their leases expire)');
+    this.releases.abandon('the worker stopped without waiting for the server to take this outcome');
+    for (const { run } of this.running.values()) run.abandon('shutdown');
+    if (!this.draining) void this.shutdown();
+  }
+
   /** Stops every running job now; each is released as requeue. */
   stopAll(): void {
     for (const { run } of this.running.values()) run.stop('shutdown');

@@ -80,10 +80,15 @@ export class JobRun {
 
   onLeaseLost(): void {
     if (this.leaseLost) return;
-    this.leaseLost = true;
     this.deps.log.warn('lease lost (expired or reclaimed); stopping the job');
+    this.abandon('cancelled');
+  }
+
+  /** Stops the job, and sends the server nothing more of it: no output, no outcome. */
+  abandon(reason: StopReason): void {
+    this.leaseLost = true;
     this.shipper?.abandon();
-    this.stop('cancelled');
+    this.stop(reason);
   }
 
   /** A stop (a cancel, or the worker's shutdown) has been asked for. */

@@ -29,6 +29,8 @@ export class ReleaseBatcher {
   private sending: Promise<void> | null = null;
   /** While the claim loop gathers room, queued outcomes wait for its next claim to carry them. */
   private held: Promise<void> | null = null;
+  /** Set when the worker stops waiting for the server: outcomes are dropped, not sent. */
+  private abandoned: string | null = null;
 
   constructor(
     private client: SkipjackClient,
@@ -39,6 +41,7 @@ export class ReleaseBatcher {
   ) {}
 
   release(item: ReleaseItem): Promise<ReleaseAnswer> {
+    if (this.abandoned) return Promise.resolve(dropped(this.abandoned));
     return new Promise((resolve) => {
       this.queue.push({ item, resolve });
       this.sending ??= this.sendAll();
@@ -67,6 +70,15 @@ export class ReleaseBatcher {
     const [taken] = this.queue.splice(i, 1);
     taken.resolve({ ok: false, error: 'lease_expired', message });
     return true;
+  }
+
+  /**
+   * Stops sending: every outcome waiting, or waiting for another try, is answered as dropped (its
+   * job runs again once its lease expires on the server). One being sent keeps its answer if it gets one.
+   */
+  abandon(message: string): void {
+    this.abandoned = message;
+    for (const p of this.queue.splice(this.inFlight)) p.resolve(dropped(message));
   }
 
   /** Outcomes queued and not yet being sent. */
@@ -104,15 +116,18 @@ export class ReleaseBatcher {
         batch.forEach((p, i) => p.resolve(answer(results[i])));
         backoff.reset();
       } catch (err) {
-        if (!(err instanceof ApiRequestError) || err.retryable) {
+        if (this.abandoned) {
+          batch.forEach((p) => p.resolve(dropped(this.abandoned!)));
+        } else if (!(err instanceof ApiRequestError) || err.retryable) {
           this.inFlight = 0;
           const delay = backoff.next();
           this.onRetry(err as Error, delay);
           await sleep(delay);
           continue;
+        } else {
+          // The batch itself was refused (a bug, not an outage): answer each so no job hangs.
+          batch.forEach((p) => p.resolve({ ok: false, error: err.code ?? 'refused', message: err.message }));
         }
-        // The batch itself was refused (a bug, not an outage): answer each so no job hangs.
-        batch.forEach((p) => p.resolve({ ok: false, error: err.code ?? 'refused', message: err.message }));
       }
       this.queue.splice(0, batch.length);
       this.inFlight = 0;
@@ -125,3 +140,5 @@ function answer(r: ReleaseResult | undefined): ReleaseAnswer {
   if (!r) return { ok: false, error: 'no_answer', message: 'the server gave no answer for this release' };
   return r.ok ? { ok: true } : { ok: false, error: r.error, message: r.message };
 }
+
+const dropped = (message: string): ReleaseAnswer => ({ ok: false, error: 'dropped', message });

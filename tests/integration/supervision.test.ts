@@ -237,6 +237,27 @@ describe('a worker process', () => {
     await t.client.cancel(job.id);
   });
 
+  test('a third SIGTERM, with the server away, stops waiting for it: the worker exits, its job stopped and its outcome dropped', async () => {
+    // A server of its own, with a lease far longer than this test: the worker would wait for it.
+    const away = await startServer({ ...t.config, port: 0, leaseTtlMs: 120_000 }, quietLog);
+    const child = spawnWorkerProcess(away.url, ['--name', 'give-up', '--queue', 'give-up', '--drain-timeout', '60s']);
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'give-up', killGraceSeconds: 1 });
+    const pgid = await groupOf(job.id);
+    await away.close();
+    const pause = () => new Promise((r) => setTimeout(r, 1200)); // more than one Ctrl-C's echo apart
+    child.kill('SIGTERM');
+    await pause();
+    child.kill('SIGTERM'); // the job stops; its outcome cannot reach the server
+    await until('the job stopped', async () => !processGroupAlive(pgid), 5000);
+    await pause();
+    child.kill('SIGTERM');
+    const gaveUp = await Promise.race([exited(child), new Promise((r) => setTimeout(() => r('still waiting'), 15_000))]);
+    expect(gaveUp).toEqual({ code: 0, signal: null });
+    // Its outcome never reached the database: the lease, when it expires, gives the job out again.
+    expect((await t.client.getJob(job.id)).state).toBe('running');
+    await t.client.cancel(job.id);
+  });
+
   test('killed with kill -9 while a finished job\'s leftover processes are being stopped, those are stopped too', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed-leftovers', '--queue', 'doomed-leftovers']);
     // The main process exits at once and leaves a member that ignores SIGTERM: the worker is
