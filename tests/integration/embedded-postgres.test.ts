@@ -1,0 +1,62 @@
+// The embedded PostgreSQL of `npm start`: a second start on the same data directory leaves the
+// first one's database alone, and one left running by a run killed outright is taken over.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort, startEmbeddedPostgres } from '../../server/embedded-postgres.js';
+import { exited } from '../support/processes.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'skipjack-embedded-'));
+let owner: ChildProcess | undefined;
+
+afterAll(async () => {
+  if (owner && owner.exitCode === null && owner.signalCode === null) {
+    owner.kill('SIGKILL');
+    await exited(owner);
+  }
+  // Its PostgreSQL, in a process group of its own, outlives a killed owner: stop it by its pid file.
+  try {
+    process.kill(Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGINT');
+    await new Promise((r) => setTimeout(r, 1000));
+  } catch {
+    // not running
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function answers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query('SELECT 1 AS one')).rows[0].one === 1;
+  } finally {
+    await client.end();
+  }
+}
+
+test('a second start on a data directory in use is refused, naming the owner, and the first keeps its database; once the owner is killed outright, its leftover is taken over', async () => {
+  const port = await freePort();
+  owner = spawn(process.execPath, ['--import', 'tsx', 'tests/support/embedded-owner.ts', dataDir, String(port)], {
+    cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [ready] = await once(owner.stdout!, 'data');
+  expect(String(ready)).toBe('ready\n');
+  const firstUrl = `postgres://postgres:skipjack@127.0.0.1:${port}/postgres`;
+
+  await expect(startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' }))
+    .rejects.toThrow(`belongs to a Skipjack that is still running (pid ${owner.pid})`);
+  expect(await answers(firstUrl)).toBe(true);
+
+  owner.kill('SIGKILL');
+  await exited(owner);
+  const second = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' });
+  try {
+    expect(await answers(second.url)).toBe(true);
+    await expect(answers(firstUrl)).rejects.toThrow(/ECONNREFUSED/);
+  } finally {
+    await second.stop();
+  }
+});
