@@ -7,6 +7,7 @@ import { startEmbeddedPostgres, type EmbeddedDb } from '../server/embedded-postg
 import { startServer } from '../server/main.js';
 import { WorkerAgent } from '../worker/agent.js';
 import { onStopSignals } from './signals.js';
+import { DEFAULT_SERVER_URL } from './options.js';
 
 export async function runDev(opts: { slots: number; port?: number; placement?: 'pull' | 'central'; token?: string }, log: Logger): Promise<void> {
   let embedded: EmbeddedDb | undefined;
@@ -27,11 +28,16 @@ export async function runDev(opts: { slots: number; port?: number; placement?: '
   await worker.start();
   process.stdout.write(
     `\nSkipjack is running at ${server.url} (dashboard: ${server.url}/)\n` +
-      `Try:\n  npx skipjack enqueue --wait -- sh -c 'echo hello from skipjack'\n` +
+      `Try:\n  ${cliPrefix(server.url)}npx skipjack enqueue --wait -- sh -c 'echo hello from skipjack'\n` +
       `  curl -s -X POST ${server.url}/jobs -H 'content-type: application/json' -d '{"command":["sh","-c","echo hi"]}'\n` +
       `Ctrl-C drains the worker and stops; a second Ctrl-C stops running jobs at once.\n\n`,
   );
   await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
   await server.close();
   await embedded?.stop();
+}
+
+/** The CLI talks to DEFAULT_SERVER_URL unless told otherwise: say so when this server is elsewhere. */
+function cliPrefix(url: string): string {
+  return new URL(url).href === new URL(DEFAULT_SERVER_URL).href ? '' : `SKIPJACK_URL=${url} `;
 }

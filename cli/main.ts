@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import pino from 'pino';
 import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/client.js';
 import { describeEnd, enqueue, followLogs, type EnqueueFlags } from './jobs.js';
-import { collect, duration, int, keyValue } from './options.js';
+import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
 
 // The server, the worker, the simulator and the database are loaded by the commands that use
@@ -13,9 +13,9 @@ const log = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2)
 const program = new Command('skipjack')
   .description('A Postgres-backed job orchestrator: enqueue commands, run them on workers, see why they wait.')
   .version('0.1.0')
-  .addOption(new Option('--server <url>', 'server URL').env('SKIPJACK_URL').default('http://127.0.0.1:7070'))
+  .addOption(new Option('--server <url>', 'server URL').env('SKIPJACK_URL').default(DEFAULT_SERVER_URL))
   .addOption(new Option('--token <token>', 'bearer token').env('SKIPJACK_TOKEN'))
-  .showHelpAfterError();
+  .showHelpAfterError('(add --help for usage)');
 
 const client = () => {
   const o = program.opts<{ server: string; token?: string }>();
@@ -58,7 +58,7 @@ program.command('worker')
   .option('--slots <n>', 'jobs run at once', int, 4)
   .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
   .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
-  .option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued', duration, 60)
+  .addOption(new Option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued').argParser(duration).default(60, '60s'))
   .option('--claim-gather-ms <ms>', 'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once; at most a quarter of the heartbeat interval)', int, 10)
   .option('--no-spawn-helper', 'fork job processes from the worker itself instead of its small spawn helper process (slower)')
   .action(async (o) => {
@@ -160,8 +160,12 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+// The API's hints speak of its fields; here they are flags.
+const CLI_HINTS: Record<string, string> = { unplaceable: '--allow-unplaceable enqueues it anyway, to wait for such a worker' };
+
 program.parseAsync().catch((err: unknown) => {
-  if (err instanceof ApiRequestError || err instanceof UnreachableError) fail(err.message);
+  if (err instanceof ApiRequestError) fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : err.message);
+  if (err instanceof UnreachableError) fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);
 });

@@ -1,6 +1,9 @@
 // Parsers for command-line values; each names the flag in its error.
 import { InvalidArgumentError } from 'commander';
 
+/** Where the CLI and workers find the server unless --server or SKIPJACK_URL says otherwise. */
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:7070';
+
 export function keyValue(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const eq = value.indexOf('=');
   if (eq <= 0) throw new InvalidArgumentError(`expected KEY=VALUE, got "${value}"`);

@@ -59,11 +59,22 @@ function databaseUnavailable(err: unknown): boolean {
   return typeof code === 'string' && UNAVAILABLE.has(code);
 }
 
+// express.json() takes only an object or an array at the top, and calls anything else (a bare
+// null, number or string) invalid: valid JSON, but not what any route reads.
+function notJsonObject(err: { body?: unknown; message: string }): HttpError {
+  try {
+    const value: unknown = JSON.parse(String(err.body));
+    return new HttpError(400, 'invalid_request', `body: expected a JSON object, got ${value === null ? 'null' : typeof value}`);
+  } catch {
+    return new HttpError(400, 'invalid_json', `body: not valid JSON (${err.message})`);
+  }
+}
+
 // body-parser marks its own failures with a status and a type; keep them 4xx with a clear word.
 function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   const e = err as { status?: number; type?: string; message?: string };
-  if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_json', `body: not valid JSON (${e.message})`);
+  if (e?.type === 'entity.parse.failed') return notJsonObject(err as { body?: unknown; message: string });
   if (e?.type === 'entity.too.large') return new HttpError(413, 'too_large', 'body: larger than the 32 MB limit');
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
   if (databaseUnavailable(err)) return new HttpError(503, 'database_unavailable', 'the database cannot be reached; retry shortly');

@@ -140,7 +140,7 @@ export class WorkerAgent {
         this.leaseTtlMs = answer.leaseTtlMs;
         this.heartbeatWaits = answer.heartbeatWaits === true;
         this.log = this.opts.log.child({ workerId: this.id });
-        this.log.info({ server: this.client.baseUrl, slots: this.slots }, 'worker registered');
+        this.log.info({ server: this.client.baseUrl, slots: this.slots }, 'registered with the server');
         return;
       } catch (err) {
         if (!(err instanceof UnreachableError)) throw err;

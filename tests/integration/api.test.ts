@@ -86,8 +86,12 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
   const plain = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"command":["x"]}' });
   expect([plain.status, (await plain.json()).message]).toEqual([415, expect.stringContaining('content-type: text/plain')]);
   const broken = await post('/jobs', '{"command": [');
-  expect(broken.status).toBe(400);
-  expect(broken.body.message).toMatch(/JSON/);
+  expect([broken.status, broken.body.error]).toEqual([400, 'invalid_json']);
+  expect(broken.body.message).toMatch(/^body: not valid JSON/);
+  // Valid JSON, but no object: said so, not called invalid JSON.
+  for (const [text, got] of [['null', 'null'], ['3', 'number'], ['"x"', 'string']]) {
+    expect(await post('/jobs', text)).toMatchObject({ status: 400, body: { error: 'invalid_request', message: `body: expected a JSON object, got ${got}` } });
+  }
   // Digits only: 0x10 is not job 16, nor 1e3 job 1000.
   for (const id of ['abc', '0x10', '1e3', '%201', '-1', '0', '99999999999999999999']) {
     expect([id, (await fetch(`${t.server.url}/jobs/${id}`)).status]).toEqual([id, 400]);

@@ -59,7 +59,7 @@ test('--wait-placement fails with the reasons when nothing can place the job in 
 test('bad input names the field; an unknown command shows help', async () => {
   const r = await skipjack('enqueue', '--region', 'ord', '--', 'true');
   expect(r.code).toBe(2);
-  expect(r.stderr).toMatch(/no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord/);
+  expect(r.stderr).toMatch(/no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord\n\(--allow-unplaceable enqueues it anyway/);
   const bad = await skipjack('frobnicate');
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
