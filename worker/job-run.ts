@@ -153,7 +153,7 @@ export class JobRun {
     this.releasing = true;
     this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
     const answer = await this.deps.releases.release(r);
-    if (!answer.ok) this.deps.log.warn({ err: answer.message }, 'release refused; the lease was lost meanwhile');
+    if (!answer.ok) this.deps.log.warn({ err: answer.message }, answer.error === 'dropped' ? 'outcome dropped undelivered' : 'release refused; the lease was lost meanwhile');
   }
 }
 
