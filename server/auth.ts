@@ -19,7 +19,7 @@ const routeScopes: [method: string, path: RegExp, scope: Scope | 'any' | null][]
   ['POST', /^\/jobs\/\d+\/(claim|heartbeat|logs|release|restart)$/, 'worker'],
   ['POST', /^\/(claims|releases)$/, 'worker'],
   ['POST', /^\/workers$/, 'worker'],
-  ['POST', /^\/workers\/[^/]+\/heartbeat$/, 'worker'],
+  ['POST', /^\/workers\/[^/]+\/(heartbeat|end-poll)$/, 'worker'],
   ['DELETE', /^\/workers\/[^/]+$/, 'worker'],
   ['GET', /^\/workers(\/[^/]+)?$/, 'any'],
 ];

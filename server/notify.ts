@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 type Listener = (payload: string) => void;
 /** In a job NOTIFY's payload, no queue: a wake-up for all. */
 const ANY_QUEUE = '';
-const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_cancel', 'skipjack_logs'] as const;
+const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_cancel', 'skipjack_logs', 'skipjack_end_poll'] as const;
 export type Channel = (typeof channels)[number];
 
 export class NotifyHub {

@@ -74,7 +74,7 @@ export class WorkerAgent {
   private stopHeartbeat = new AbortController();
   private shutdownPromise: Promise<void> | null = null;
   private releases: ReleaseBatcher;
-  private waitingPoll: { abort: AbortController; since: number } | null = null;
+  private waitingPoll: { abort: AbortController; since: number; endAsked?: NodeJS.Timeout } | null = null;
   private spawnHelper: SpawnHelper | null;
   private registeringAgain: Promise<void> | null = null;
 
@@ -200,6 +200,7 @@ export class WorkerAgent {
         await sleep(delay, this.stopClaiming.signal);
       } finally {
         abortable?.dispose();
+        clearTimeout(this.waitingPoll?.endAsked);
         this.waitingPoll = null;
       }
     }
@@ -231,11 +232,16 @@ export class WorkerAgent {
 
   /**
    * A job ended while a long-poll waits with the room we had before. Jobs that did not fit then
-   * may fit now, and the server learns of the freed room only from a new request: ask again.
-   * (Should the server already have claimed for the old request, it requeues those jobs.)
+   * may fit now, and the server learns of the freed room only from a new request: ask again. The
+   * server is asked to answer the waiting one first; hung up on, an answer already on its way
+   * (jobs claimed for it a moment before) would be lost, its jobs stranded until their leases
+   * expired. Only if it does not answer soon (an older server, a lost wake-up) is it hung up on.
    */
   private restartPollForRoom(): void {
-    if (this.waitingPoll && Date.now() - this.waitingPoll.since > 100) this.waitingPoll.abort.abort();
+    const poll = this.waitingPoll;
+    if (!poll || poll.endAsked || Date.now() - poll.since <= 100 || !this.id) return;
+    poll.endAsked = setTimeout(() => poll.abort.abort(), END_POLL_PATIENCE_MS);
+    this.client.endPoll(this.id).catch(() => poll.abort.abort());
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
@@ -452,6 +458,9 @@ export class WorkerAgent {
     this.log.info('worker stopped');
   }
 }
+
+/** How long a long-poll asked to end may take to answer before it is hung up on. */
+const END_POLL_PATIENCE_MS = 2000;
 
 /** The server's own answer that it does not know the worker, not a proxy's 404. */
 const isUnknownWorker = (err: unknown) => err instanceof ApiRequestError && err.status === 404 && err.code === 'unknown_worker';

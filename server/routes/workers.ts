@@ -9,7 +9,7 @@ import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../s
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, endLongPoll, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
 import { HttpError, unknownWorker } from '../errors.js';
 import { actsForWorker, newWorkerKey } from '../auth.js';
@@ -77,6 +77,15 @@ export function workerRoutes(ctx: AppContext): Router {
     res.json(toWorkerView(worker));
   });
 
+  // A worker with more room than its waiting long-poll asked for: the long-poll answers now with
+  // what it has, and the worker asks again. Hanging up on it instead would lose jobs claimed for
+  // it a moment before, their answer already on its way. Whichever server holds it hears this.
+  r.post('/workers/:id/end-poll', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    await endLongPoll(ctx.db, id);
+    res.status(204).end();
+  });
+
   r.post('/jobs/:id/claim', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const { workerId } = parse(claimOneSchema, req.body, 'body');
@@ -122,7 +131,9 @@ const CONTENDED_RECHECK_MS = 100;
 async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
   const { abort, dispose } = abortOnHangUpOrStop(ctx, res);
-  const stopOnDrain = ctx.hub.on('skipjack_drain', (p) => { if (p === workerId) abort.abort(); });
+  const endForThisWorker = (p: string) => { if (p === workerId) abort.abort(); };
+  const stopOnDrain = ctx.hub.on('skipjack_drain', endForThisWorker);
+  const stopOnEndPoll = ctx.hub.on('skipjack_end_poll', endForThisWorker);
   try {
     for (;;) {
       if (abort.signal.aborted) return [];
@@ -157,6 +168,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
   } finally {
     dispose();
     stopOnDrain();
+    stopOnEndPoll();
   }
 }
 

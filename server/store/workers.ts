@@ -111,6 +111,11 @@ export async function setWorkerState(db: Db | Transaction<Database>, workerId: s
   return row as WorkerRow;
 }
 
+/** Ends the worker's waiting long-poll, on whichever server it waits: it answers with what it has. */
+export async function endLongPoll(db: Db, workerId: string): Promise<void> {
+  await sql`SELECT pg_notify('skipjack_end_poll', ${workerId})`.execute(db);
+}
+
 /**
  * Deregistration is final: every lease the worker holds is taken back now, as the reaper takes
  * back an expired one (a lost run), and its heartbeats are told to stop from now on. In one

@@ -31,6 +31,10 @@ test('each scope reaches its own routes and no others', async () => {
   expect(claimed.id).toBe(job.id);
   expect(await status(as(tokens.enqueue).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded' }))).toBe(403);
   expect(await status(as(tokens.worker).drain(w.id))).toBe(403);
+  expect(await status(as(tokens.enqueue).endPoll(w.id))).toBe(403);
+  await as(tokens.worker).endPoll(w.id);
+  const badId = await fetch(`${t.server.url}/workers/nope/end-poll`, { method: 'POST', headers: { authorization: `Bearer ${tokens.worker}` } });
+  expect([badId.status, (await badId.json()).message]).toEqual([400, expect.stringContaining('params.id')]);
   expect((await as(tokens.worker).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 })).state).toBe('succeeded');
   expect((await as(tokens.admin).drain(w.id)).state).toBe('draining');
   const refused = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${tokens.worker}`, 'content-type': 'application/json' }, body: '{"command":["true"]}' });

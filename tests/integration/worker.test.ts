@@ -230,10 +230,13 @@ test('short jobs ending one after another are released together by the next clai
 /**
  * A proxy in front of the real server: `refuse` may answer a request itself (its body parsed);
  * everything else is passed through. A worker that gives up on a long-poll hangs up on the proxy,
- * which hangs up on the server too, or the server would hand a job to a claim nobody reads.
+ * which hangs up on the server too, or the server would hand a job to a claim nobody reads. It
+ * counts the requests whose caller hung up before the answer.
  */
-async function startProxy(refuse: (url: string, body: Record<string, unknown>) => { status: number; type: string; body: string } | undefined) {
+async function startProxy(refuse: (url: string, body: Record<string, unknown>) => { status: number; type: string; body: string } | undefined = () => undefined) {
+  const hangUps: string[] = [];
   const proxy = createServer(async (req, res) => {
+    res.on('close', () => { if (!res.writableFinished) hangUps.push(req.url ?? ''); });
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -257,6 +260,7 @@ async function startProxy(refuse: (url: string, body: Record<string, unknown>) =
   await once(proxy, 'listening');
   return {
     url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    hangUps,
     async close() {
       await Promise.all(workers.splice(0).map((w) => w.shutdown()));
       proxy.closeAllConnections();
@@ -313,6 +317,22 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
     expect(refused.releases).toBeGreaterThanOrEqual(2);
   } finally {
     await limiter.close();
+  }
+});
+
+test('a job that did not fit until a running one ended is claimed at once, by a long-poll the server was asked to end, not hung up on', async () => {
+  const proxy = await startProxy();
+  try {
+    await startWorker('room', proxy.url, { capacity: { cpu: 1000, slots: 4 }, pollWaitMs: 20_000 });
+    const first = await t.client.enqueue({ command: ['sleep', '1'], queue: 'room', constraints: { resources: { cpu: 600 } } });
+    await until('the first running', async () => (await t.client.getJob(first.id)).state === 'running');
+    // 400 millicores left: this one waits for the first, while the worker's long-poll asks for 3 more jobs.
+    const second = await t.client.enqueue({ command: ['true'], queue: 'room', constraints: { resources: { cpu: 600 } } });
+    // Long before the long-poll's 20 s: the worker asked again once the first had ended.
+    expect(await finished(second.id, 10_000)).toMatchObject({ state: 'succeeded' });
+    expect(proxy.hangUps).toEqual([]);
+  } finally {
+    await proxy.close();
   }
 });
 
