@@ -119,11 +119,11 @@ export class SkipjackClient {
   drain(workerId: string): Promise<WorkerView> {
     return this.request('POST', `/workers/${workerId}/drain`);
   }
-  /** `workerKey` (from the registration) lets a worker token deregister this worker: its own. */
   /** Asks the server to answer this worker's waiting long-poll now, with what it has. */
   endPoll(workerId: string): Promise<void> {
     return this.request('POST', `/workers/${workerId}/end-poll`);
   }
+  /** `workerKey` (from the registration) lets a worker token deregister this worker: its own. */
   deregister(workerId: string, workerKey?: string): Promise<WorkerView> {
     return this.request('DELETE', `/workers/${workerId}`, undefined, 0, undefined, workerKey ? { 'x-worker-key': workerKey } : undefined);
   }

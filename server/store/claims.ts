@@ -120,13 +120,13 @@ function inClaimOrder(a: JobRow, b: JobRow): number {
 
 async function claimInTransaction(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<{ jobs: JobRow[]; contended: boolean }> {
   return db.transaction().execute(async (trx) => {
+    const taken = (jobs: JobRow[]) => ({ jobs, contended: false });
     const worker = await lockWorker(trx, workerId);
-    const nothing = { jobs: [], contended: false };
-    if (worker.state !== 'active') return nothing;
+    if (worker.state !== 'active') return taken([]);
     const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.max, opts.leaseTtlMs) : [];
     const max = opts.max - assigned.length;
     const queues = worker.queues.filter((q) => settings.modeFor(q) === 'pull');
-    if (max <= 0 || queues.length === 0) return { ...nothing, jobs: assigned };
+    if (max <= 0 || queues.length === 0) return taken(assigned);
     const load = await workerLoad(trx, worker.id);
     const candidates = await selectCandidates(trx, worker, load, queues, max, true, opts.jobId);
     const chosen = choose(settings, worker, load, candidates, max);
@@ -139,7 +139,7 @@ async function claimInTransaction(db: Db, settings: PlacementSettings, workerId:
       const contended = assigned.length === 0 && opts.jobId === undefined && (await skippedLocked(trx, worker, load, queues, max, candidates));
       return { jobs: assigned, contended };
     }
-    return { ...nothing, jobs: [...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))] };
+    return taken([...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))]);
   });
 }
 
