@@ -175,12 +175,13 @@ export class WorkerAgent {
       if (carried.items.length === 0) this.waitingPoll = { abort: poll, since: Date.now() };
       // Carrying outcomes, do not long-poll: their jobs are done only once the answer is back.
       // Nor abort such a claim (a drain, more room): the server may have applied them already,
-      // and sent again they would be refused as stale.
-      const abortable = carried.items.length ? null : eitherAborts(this.stopClaiming.signal, poll.signal);
+      // and sent again they would be refused as stale. A long-poll is ended by asking the server
+      // (endWaitingPoll), and hung up on only if that fails.
+      const signal = carried.items.length ? undefined : poll.signal;
       try {
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
         const sentAt = Date.now();
-        const answer = await this.client.claim(claimedAs, free, waitMs, abortable?.signal, carried.items);
+        const answer = await this.client.claim(claimedAs, free, waitMs, signal, carried.items);
         carried.settle(answer.releases);
         const { jobs } = answer;
         backoff.reset();
@@ -199,7 +200,6 @@ export class WorkerAgent {
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
       } finally {
-        abortable?.dispose();
         clearTimeout(this.waitingPoll?.endAsked);
         this.waitingPoll = null;
       }
@@ -232,16 +232,23 @@ export class WorkerAgent {
 
   /**
    * A job ended while a long-poll waits with the room we had before. Jobs that did not fit then
-   * may fit now, and the server learns of the freed room only from a new request: ask again. The
-   * server is asked to answer the waiting one first; hung up on, an answer already on its way
-   * (jobs claimed for it a moment before) would be lost, its jobs stranded until their leases
-   * expired. Only if it does not answer soon (an older server, a lost wake-up) is it hung up on.
+   * may fit now, and the server learns of the freed room only from a new request: ask again.
    */
   private restartPollForRoom(): void {
+    if (this.waitingPoll && Date.now() - this.waitingPoll.since > 100) this.endWaitingPoll();
+  }
+
+  /**
+   * Asks the server to answer the waiting long-poll now, with what it has. Hung up on instead, an
+   * answer already on its way (jobs claimed for it a moment before) would be lost, its jobs
+   * stranded until their leases expired. Only if no answer comes soon (an older server, a lost
+   * wake-up, no server at all) is it hung up on.
+   */
+  private endWaitingPoll(): void {
     const poll = this.waitingPoll;
-    if (!poll || poll.endAsked || Date.now() - poll.since <= 100 || !this.id) return;
+    if (!poll || poll.endAsked) return;
     poll.endAsked = setTimeout(() => poll.abort.abort(), END_POLL_PATIENCE_MS);
-    this.client.endPoll(this.id).catch(() => poll.abort.abort());
+    this.client.endPoll(this.id!).catch(() => poll.abort.abort());
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
@@ -418,6 +425,7 @@ export class WorkerAgent {
     }
     this.draining = true;
     this.stopClaiming.abort();
+    this.endWaitingPoll(); // what it answers goes straight back (requeue)
     this.slotFreed?.();
     this.log.info({ running: this.running.size }, 'draining: no new claims; waiting for running jobs');
     this.shutdownPromise = this.drain();

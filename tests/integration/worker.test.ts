@@ -231,11 +231,13 @@ test('short jobs ending one after another are released together by the next clai
  * A proxy in front of the real server: `refuse` may answer a request itself (its body parsed);
  * everything else is passed through. A worker that gives up on a long-poll hangs up on the proxy,
  * which hangs up on the server too, or the server would hand a job to a claim nobody reads. It
- * counts the requests whose caller hung up before the answer.
+ * lists the requests it saw, and those whose caller hung up before the answer.
  */
 async function startProxy(refuse: (url: string, body: Record<string, unknown>) => { status: number; type: string; body: string } | undefined = () => undefined) {
+  const requests: string[] = [];
   const hangUps: string[] = [];
   const proxy = createServer(async (req, res) => {
+    requests.push(req.url ?? '');
     res.on('close', () => { if (!res.writableFinished) hangUps.push(req.url ?? ''); });
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -260,6 +262,7 @@ async function startProxy(refuse: (url: string, body: Record<string, unknown>) =
   await once(proxy, 'listening');
   return {
     url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    requests,
     hangUps,
     async close() {
       await Promise.all(workers.splice(0).map((w) => w.shutdown()));
@@ -331,6 +334,19 @@ test('a job that did not fit until a running one ended is claimed at once, by a 
     // Long before the long-poll's 20 s: the worker asked again once the first had ended.
     expect(await finished(second.id, 10_000)).toMatchObject({ state: 'succeeded' });
     expect(proxy.hangUps).toEqual([]);
+  } finally {
+    await proxy.close();
+  }
+});
+
+test('a draining worker ends its waiting long-poll by asking the server, not by hanging up on it', async () => {
+  const proxy = await startProxy();
+  try {
+    const w = await startWorker('drain-poll', proxy.url, { pollWaitMs: 20_000 });
+    await until('a long-poll sent', async () => proxy.requests.includes('/claims'));
+    await new Promise((r) => setTimeout(r, 300)); // and asleep on the server
+    await w.shutdown();
+    expect(proxy.hangUps.filter((url) => url === '/claims')).toEqual([]);
   } finally {
     await proxy.close();
   }
