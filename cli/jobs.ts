@@ -50,6 +50,22 @@ export function toEnqueueJob(command: string[], f: EnqueueFlags): EnqueueJob {
   };
 }
 
+/** The flag that set each field of the enqueue body (see toEnqueueJob), for the server's errors. */
+const FLAG_OF_FIELD: [field: string, flag: string][] = [
+  ['body.command', 'the command after --'], ['body.queue', '--queue'], ['body.priority', '--priority'],
+  ['body.env', '--env or --secret-env'], ['body.cwd', '--cwd'], ['body.timeoutSeconds', '--timeout'],
+  ['body.maxAttempts', '--max-attempts'], ['body.runAt', '--run-at'], ['body.idempotencyKey', '--idempotency-key'],
+  ['body.constraints.region', '--region'], ['body.constraints.resources.cpu', '--cpu'],
+  ['body.constraints.resources.memoryMb', '--memory'], ['body.constraints.resources.diskMb', '--disk'],
+  ['body.constraints.labels', '--label'], ['body.preferences', '--prefer'], ['body.placementDeadlineSeconds', '--wait-placement'],
+];
+
+/** A refused enqueue's message names body fields; say which flag set the one it names. */
+export function withFlagNamed(message: string): string {
+  const hit = FLAG_OF_FIELD.find(([field]) => message.includes(field));
+  return hit ? `${message}\n(set by ${hit[1]})` : message;
+}
+
 /** Enqueues; with --wait streams the output and returns the job's exit code for the CLI to exit with. */
 export async function enqueue(client: SkipjackClient, command: string[], f: EnqueueFlags): Promise<number> {
   const job = await client.enqueue(toEnqueueJob(command, f));

@@ -3,7 +3,7 @@
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/client.js';
-import { describeEnd, enqueue, followLogs, type EnqueueFlags } from './jobs.js';
+import { describeEnd, enqueue, followLogs, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
 
@@ -164,7 +164,7 @@ function fail(message: string): never {
 const CLI_HINTS: Record<string, string> = { unplaceable: '--allow-unplaceable enqueues it anyway, to wait for such a worker' };
 
 program.parseAsync().catch((err: unknown) => {
-  if (err instanceof ApiRequestError) fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : err.message);
+  if (err instanceof ApiRequestError) fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
   if (err instanceof UnreachableError) fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);

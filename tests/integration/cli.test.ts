@@ -60,6 +60,9 @@ test('bad input names the field; an unknown command shows help', async () => {
   const r = await skipjack('enqueue', '--region', 'ord', '--', 'true');
   expect(r.code).toBe(2);
   expect(r.stderr).toMatch(/no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord\n\(--allow-unplaceable enqueues it anyway/);
+  // The server names the body's field; the CLI says which flag set it.
+  const zero = await skipjack('enqueue', '--timeout', '0', '--', 'true');
+  expect([zero.code, zero.stderr]).toEqual([2, expect.stringMatching(/body\.timeoutSeconds: .*\n\(set by --timeout\)/)]);
   const bad = await skipjack('frobnicate');
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
