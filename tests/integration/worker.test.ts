@@ -1,8 +1,5 @@
 // The worker agent end to end: real server, real Postgres, real child processes.
 import { sql } from 'kysely';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +8,7 @@ import { startServer } from '../../server/main.js';
 import { startTestServer, until, quietLog, type TestServer } from '../support/server.js';
 import { jobFinished } from '../support/server.js';
 import type { JobView } from '../../protocol/types.js';
+import { startProxy, type TestProxy } from '../support/proxy.js';
 
 let t: TestServer;
 const workers: WorkerAgent[] = [];
@@ -227,55 +225,16 @@ test('short jobs ending one after another are released together by the next clai
   expect(releaseRequests).toBe(0);
 });
 
-/**
- * A proxy in front of the real server: `refuse` may answer a request itself (its body parsed);
- * everything else is passed through. A worker that gives up on a long-poll hangs up on the proxy,
- * which hangs up on the server too, or the server would hand a job to a claim nobody reads. It
- * lists the requests it saw, and those whose caller hung up before the answer.
- */
-async function startProxy(refuse: (url: string, body: Record<string, unknown>) => { status: number; type: string; body: string } | undefined = () => undefined) {
-  const requests: string[] = [];
-  const hangUps: string[] = [];
-  const proxy = createServer(async (req, res) => {
-    requests.push(req.url ?? '');
-    res.on('close', () => { if (!res.writableFinished) hangUps.push(req.url ?? ''); });
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
-    const refusal = refuse(req.url ?? '', JSON.parse(body.toString() || '{}'));
-    if (refusal) {
-      res.writeHead(refusal.status, { 'content-type': refusal.type });
-      return void res.end(refusal.body);
-    }
-    const hungUp = new AbortController();
-    res.on('close', () => hungUp.abort());
-    try {
-      const answer = await fetch(t.server.url + req.url, { method: req.method, headers: { 'content-type': 'application/json' }, body: chunks.length ? body : undefined, signal: hungUp.signal });
-      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    } catch {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    }
-  });
-  proxy.listen(0, '127.0.0.1');
-  await once(proxy, 'listening');
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    requests,
-    hangUps,
-    async close() {
-      await Promise.all(workers.splice(0).map((w) => w.shutdown()));
-      proxy.closeAllConnections();
-      await new Promise((resolve) => proxy.close(resolve));
-    },
-  };
+/** The test's workers stop before the proxy they talk through. */
+async function closeProxy(proxy: TestProxy) {
+  await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+  await proxy.close();
 }
 
 test('a worker whose heartbeat meets an older server (one that refuses waitMs) heartbeats at the interval and keeps its leases', async () => {
   // An older server, as in a rolling deploy: it refuses the field it does not know, as a strict schema does.
   const seen = { refused: 0, plain: 0 };
-  const older = await startProxy((url, body) => {
+  const older = await startProxy(t.server.url, (url, body) => {
     if (!/^\/workers\/[^/]+\/heartbeat$/.test(url)) return undefined;
     if (!('waitMs' in body)) return void seen.plain++;
     seen.refused++;
@@ -290,7 +249,7 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
     expect(seen.refused).toBe(1);
     expect(seen.plain).toBeGreaterThanOrEqual(2);
   } finally {
-    await older.close();
+    await closeProxy(older);
   }
 });
 
@@ -298,7 +257,7 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
   const dir = mkdtempSync(join(tmpdir(), 'skipjack-proxy-refusal-'));
   afterAllCleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const refused = { restart: 0, releases: 0 };
-  const limiter = await startProxy((url, body) => {
+  const limiter = await startProxy(t.server.url, (url, body) => {
     const tooMany = { status: 429, type: 'text/plain', body: 'Too Many Requests' };
     // Outcomes go up only by /releases here, whose first request is refused.
     if (url === '/claims' && Array.isArray(body.releases)) return tooMany;
@@ -319,12 +278,12 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
     expect(refused.restart).toBe(2);
     expect(refused.releases).toBeGreaterThanOrEqual(2);
   } finally {
-    await limiter.close();
+    await closeProxy(limiter);
   }
 });
 
 test('a job that did not fit until a running one ended is claimed at once, by a long-poll the server was asked to end, not hung up on', async () => {
-  const proxy = await startProxy();
+  const proxy = await startProxy(t.server.url);
   try {
     await startWorker('room', proxy.url, { capacity: { cpu: 1000, slots: 4 }, pollWaitMs: 20_000 });
     const first = await t.client.enqueue({ command: ['sleep', '1'], queue: 'room', constraints: { resources: { cpu: 600 } } });
@@ -335,12 +294,12 @@ test('a job that did not fit until a running one ended is claimed at once, by a 
     expect(await finished(second.id, 10_000)).toMatchObject({ state: 'succeeded' });
     expect(proxy.hangUps).toEqual([]);
   } finally {
-    await proxy.close();
+    await closeProxy(proxy);
   }
 });
 
 test('a draining worker ends its waiting long-poll by asking the server, not by hanging up on it', async () => {
-  const proxy = await startProxy();
+  const proxy = await startProxy(t.server.url);
   try {
     const w = await startWorker('drain-poll', proxy.url, { pollWaitMs: 20_000 });
     await until('a long-poll sent', async () => proxy.requests.includes('/claims'));
@@ -348,7 +307,7 @@ test('a draining worker ends its waiting long-poll by asking the server, not by 
     await w.shutdown();
     expect(proxy.hangUps.filter((url) => url === '/claims')).toEqual([]);
   } finally {
-    await proxy.close();
+    await closeProxy(proxy);
   }
 });
 
