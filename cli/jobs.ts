@@ -69,6 +69,7 @@ export function withFlagNamed(message: string): string {
 /** Enqueues; with --wait streams the output and returns the job's exit code for the CLI to exit with. */
 export async function enqueue(client: SkipjackClient, command: string[], f: EnqueueFlags): Promise<number> {
   const job = await client.enqueue(toEnqueueJob(command, f));
+  if (job.waitingReason) process.stderr.write(`job ${job.id} waits: ${job.waitingReason}\n`);
   if (f.waitPlacement !== undefined) {
     const placed = await waitForPlacement(client, job.id);
     if (!placed.ok) {

@@ -34,16 +34,20 @@ export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<Pl
 }
 
 /**
- * For enqueue: the grouped reasons no known worker of the job's queue could run it even when
- * idle, or null when one could, or when none is known at all (the job then waits, and says so).
+ * For enqueue, per job: `refused`, the grouped reasons no known worker of the job's queue could
+ * run it even when idle; or, when no known worker serves its queue at all, `waiting`, which says
+ * so (a wait, not a "no": its workers may be on their way).
  */
-export async function unplaceableReasons(ctx: AppContext, jobs: PlacementJob[]): Promise<(string | null)[]> {
+export async function enqueueVerdicts(ctx: AppContext, jobs: PlacementJob[]): Promise<{ refused: string | null; waiting: string | null }[]> {
   const known = await ctx.knownWorkers.get();
   const now = Date.now();
   return jobs.map((job) => {
-    // A queue nobody serves yet is a wait, not a "no": its workers may be on their way.
     const serving = known.filter((w) => queueFilter.check(job, w, { now }) === null);
-    return serving.length === 0 ? null : neverFitsReason(job, serving, { now }, staticFilters);
+    if (serving.length > 0) return { refused: neverFitsReason(job, serving, { now }, staticFilters), waiting: null };
+    const waiting = known.length === 0
+      ? 'no worker is known yet: the job runs when one that fits it registers'
+      : `no known worker serves queue ${job.queue}: the job runs when one that serves it and fits it registers`;
+    return { refused: null, waiting };
   });
 }
 

@@ -4,14 +4,14 @@ import pg from 'pg';
 import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { availableJobs, claimsInOneStatement, insertThenClaim } from '../store/claims.js';
-import type { ClaimRow } from '../db.js';
+import type { ClaimRow, JobRow } from '../db.js';
 import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView } from '../store/job-view.js';
 import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJobs } from '../store/jobs.js';
 import { readLogs } from '../store/leases.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
-import { explainPlacement, unplaceableReasons, waitingReason } from '../placement/explain.js';
+import { enqueueVerdicts, explainPlacement, waitingReason } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
 
@@ -32,7 +32,7 @@ export function jobRoutes(ctx: AppContext): Router {
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
-    await refuseUnplaceable(ctx, jobs, batch);
+    const waiting = await refuseUnplaceable(ctx, jobs, batch);
     const results = await enqueueAndHandOff(ctx, jobs);
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
@@ -40,8 +40,13 @@ export function jobRoutes(ctx: AppContext): Router {
     }
     const anyCreated = results.some((x) => x.created);
     const status = anyCreated ? 201 : 200;
-    if (batch) return void res.status(status).json({ jobs: results.map((x) => toJobView(x.job)) });
-    res.status(status).json(toJobView(results[0].job));
+    const view = ({ job }: { job: JobRow }, index: number) => {
+      const v = toJobView(job);
+      if (v.state === 'pending' && waiting.has(index)) v.waitingReason = waiting.get(index)!;
+      return v;
+    };
+    if (batch) return void res.status(status).json({ jobs: results.map(view) });
+    res.status(status).json(view(results[0], 0));
   });
 
   r.get('/jobs', async (req, res) => {
@@ -104,14 +109,15 @@ function asPlacementJobs(jobs: EnqueueJobParsed[]) {
 
 /**
  * A job that no known worker could run even when idle is refused (422) with the grouped reasons,
- * unless the client accepts the wait with allowUnplaceable. A batch is refused whole.
+ * unless the client accepts the wait with allowUnplaceable. A batch is refused whole. Otherwise,
+ * by the job's place in the request, why a checked job will wait: no known worker serves its queue.
  */
-async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean) {
+async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean): Promise<Map<number, string>> {
   const checked = jobs.map((job, index) => ({ job, index })).filter(({ job }) => !job.allowUnplaceable);
-  if (checked.length === 0) return;
-  const reasons = await unplaceableReasons(ctx, asPlacementJobs(checked.map(({ job }) => job)));
-  const refused = checked.flatMap(({ index }, i) => (reasons[i] ? [{ index, reason: reasons[i]! }] : []));
-  if (refused.length === 0) return;
+  if (checked.length === 0) return new Map();
+  const verdicts = await enqueueVerdicts(ctx, asPlacementJobs(checked.map(({ job }) => job)));
+  const refused = checked.flatMap(({ index }, i) => (verdicts[i].refused ? [{ index, reason: verdicts[i].refused! }] : []));
+  if (refused.length === 0) return new Map(checked.flatMap(({ index }, i) => (verdicts[i].waiting ? [[index, verdicts[i].waiting!]] : [])));
   const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');
   throw new HttpError(422, 'unplaceable', `${where(refused[0].index)}: no known worker could ever run this job: ${refused[0].reason}`, {
     unplaceable: refused.map((r) => ({ path: where(r.index), reasons: r.reason })),

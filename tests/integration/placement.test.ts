@@ -210,8 +210,16 @@ describe('pull mode', () => {
 
   test('with no worker known at all, a job is accepted and says why it waits', async () => {
     const res = await post(t, '/jobs', { command: ['true'], constraints: { region: 'mad' } });
-    expect(res.status).toBe(201);
+    expect([res.status, res.body.waitingReason]).toEqual([201, 'no worker is known yet: the job runs when one that fits it registers']);
     expect((await t.client.getJob(res.body.id)).waitingReason).toMatch(/^no live worker/);
+  });
+
+  test('a job for a queue no known worker serves is accepted, and its enqueue answer says why it will wait', async () => {
+    await t.client.register(worker('ord', 'ord'));
+    const res = await post(t, '/jobs', { jobs: [{ command: ['true'], queue: 'nobody' }, { command: ['true'] }] });
+    expect(res.status).toBe(201);
+    expect(res.body.jobs.map((j: { waitingReason: string | null }) => j.waitingReason)).toEqual([
+      'no known worker serves queue nobody: the job runs when one that serves it and fits it registers', null]);
   });
 
   test('a job not placed by its deadline fails as unplaceable, with the reasons', async () => {
