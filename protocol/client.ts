@@ -119,6 +119,10 @@ export class SkipjackClient {
   drain(workerId: string): Promise<WorkerView> {
     return this.request('POST', `/workers/${workerId}/drain`);
   }
+  /** The jobs the server says this worker holds leases on, as a claim answers with them. */
+  heldJobs(workerId: string, workerKey?: string): Promise<{ jobs: ClaimedJob[] }> {
+    return this.request('GET', `/workers/${workerId}/leases`, undefined, 0, undefined, workerKey ? { 'x-worker-key': workerKey } : undefined);
+  }
   /** Asks the server to answer this worker's waiting long-poll now, with what it has. */
   endPoll(workerId: string): Promise<void> {
     return this.request('POST', `/workers/${workerId}/end-poll`);

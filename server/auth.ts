@@ -21,6 +21,7 @@ const routeScopes: [method: string, path: RegExp, scope: Scope | 'any' | null][]
   ['POST', /^\/workers$/, 'worker'],
   ['POST', /^\/workers\/[^/]+\/(heartbeat|end-poll)$/, 'worker'],
   ['DELETE', /^\/workers\/[^/]+$/, 'worker'],
+  ['GET', /^\/workers\/[^/]+\/leases$/, 'worker'],
   ['GET', /^\/workers(\/[^/]+)?$/, 'any'],
 ];
 

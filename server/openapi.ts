@@ -39,6 +39,7 @@ export function openApiDocument(): object {
       '/workers/{id}': { get: op('A worker'), delete: op('Deregister, for good: leases it holds are taken back now, and its heartbeats are told to stop. A worker token needs the X-Worker-Key header with the key its registration returned') },
       '/workers/{id}/heartbeat': { post: op('Worker liveness and lease renewal', s.workerHeartbeatSchema) },
       '/workers/{id}/drain': { post: op('Ask a worker to stop claiming and finish its jobs') },
+      '/workers/{id}/leases': { get: op("The jobs the worker holds leases on, as a claim answers with them (X-Worker-Key with a worker token)") },
       '/workers/{id}/end-poll': { post: op("Answer the worker's waiting long-poll now, with what it has") },
       '/healthz': { get: op('Process is up') },
       '/readyz': { get: op('Database reachable') },

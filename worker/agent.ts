@@ -65,6 +65,8 @@ export class WorkerAgent {
    * still has its kill grace, and both hold a slot until they end.
    */
   private running = new Map<string, { run: JobRun; done: Promise<void> }>();
+  /** Lease token → when its run ended here without a release the server took. */
+  private unreleased = new Map<string, number>();
   private draining = false;
   private stopClaiming = new AbortController();
   private slotFreed: (() => void) | null = null;
@@ -178,9 +180,9 @@ export class WorkerAgent {
       // and sent again they would be refused as stale. A long-poll is ended by asking the server
       // (endWaitingPoll), and hung up on only if that fails.
       const signal = carried.items.length ? undefined : poll.signal;
+      const sentAt = Date.now();
       try {
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
-        const sentAt = Date.now();
         const answer = await this.client.claim(claimedAs, free, waitMs, signal, carried.items);
         carried.settle(answer.releases);
         const { jobs } = answer;
@@ -196,6 +198,7 @@ export class WorkerAgent {
           await this.registerAgain(claimedAs);
           continue;
         }
+        if (!(err instanceof ApiRequestError && !err.retryable)) await this.adoptLostClaim(sentAt);
         const delay = backoff.next();
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
@@ -228,6 +231,39 @@ export class WorkerAgent {
     } finally {
       endHold();
     }
+  }
+
+  /**
+   * A claim whose answer never came (its connection cut after the server had taken jobs for it)
+   * leaves jobs under leases this worker holds without knowing it: they would sit until their
+   * leases expired, and be charged an attempt they never ran. Ask the server which jobs it says
+   * this worker runs, and start those it does not know. The room they take is the failed claim's,
+   * still free here, so capacity holds. Their leases started no earlier than that claim was sent.
+   */
+  private async adoptLostClaim(claimSentAt: number): Promise<void> {
+    let held: ClaimedJob[];
+    try {
+      held = (await this.client.heldJobs(this.id!, this.key)).jobs;
+    } catch {
+      return; // the server is away: as before, their leases expire and the jobs run again
+    }
+    // A lease token is new with each claim: one never held here came in the lost answer. (A run
+    // that ended here unreleased, say stopped for a lease it took for gone, is not started again.)
+    const lost = held.filter((job) => !this.running.has(job.leaseToken) && !this.unreleased.has(job.leaseToken));
+    if (lost.length === 0) return;
+    if (this.draining) return this.requeue(lost);
+    this.log.warn({ jobIds: lost.map((j) => j.id) }, 'a claim\'s answer was lost on its way; running the jobs the server took for it');
+    for (const job of lost) this.startJob(job, claimSentAt);
+  }
+
+  /** Runs that ended here unreleased (rare), kept while the server may still list their leases. */
+  private rememberUnreleased(leaseToken: string): void {
+    const now = Date.now();
+    for (const [token, at] of this.unreleased) {
+      if (now - at < 2 * this.leaseTtlMs) break; // a Map keeps insertion order: the rest are newer
+      this.unreleased.delete(token);
+    }
+    this.unreleased.set(leaseToken, now);
   }
 
   /**
@@ -272,6 +308,7 @@ export class WorkerAgent {
 
   private jobEnded(run: JobRun): void {
     this.running.delete(run.job.leaseToken);
+    if (!run.released) this.rememberUnreleased(run.job.leaseToken);
     this.slotFreed?.();
     this.restartPollForRoom();
     this.heartbeatNudge?.();

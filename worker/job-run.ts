@@ -26,6 +26,8 @@ export class JobRun {
   leaseLost = false;
   /** Set once the outcome is on its way: the lease ends with it, so heartbeats leave it out. */
   releasing = false;
+  /** Set once the server took the outcome. */
+  released = false;
   private stopReason: StopReason | null = null;
   private proc!: SupervisedProcess;
   /** The current process's output shipper, made at its first output: most short jobs print nothing. */
@@ -153,6 +155,7 @@ export class JobRun {
     this.releasing = true;
     this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
     const answer = await this.deps.releases.release(r);
+    this.released = answer.ok;
     if (!answer.ok) this.deps.log.warn({ err: answer.message }, answer.error === 'dropped' ? 'outcome dropped undelivered' : 'release refused; the lease was lost meanwhile');
   }
 }

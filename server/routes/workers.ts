@@ -9,7 +9,7 @@ import { claimJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../s
 import type { ReleaseRequest } from '../store/leases.js';
 import { answerReleases, release } from './leases.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, endLongPoll, getWorker, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import { allocations, cancelsAndDrain, deregisteredAnswer, deregisterWorker, endLongPoll, getWorker, heldJobs, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
 import { idParam, parse, workerParam } from '../validate.js';
 import { HttpError, unknownWorker } from '../errors.js';
 import { actsForWorker, newWorkerKey } from '../auth.js';
@@ -84,6 +84,16 @@ export function workerRoutes(ctx: AppContext): Router {
     const { id } = parse(workerParam, req.params, 'params');
     await endLongPoll(ctx.db, id);
     res.status(204).end();
+  });
+
+  // What the server says this worker runs: a worker whose claim's answer never came (its
+  // connection cut after the jobs were taken) finds them here. Lease tokens: its own key only.
+  r.get('/workers/:id/leases', async (req, res) => {
+    const { id } = parse(workerParam, req.params, 'params');
+    if (!actsForWorker(res, (await getWorker(ctx.db, id)).key_sha256, req.get('x-worker-key'))) {
+      throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token reads only the leases of the worker whose key it shows (its registration returned it as workerKey); an admin token any worker's`);
+    }
+    res.json({ jobs: (await heldJobs(ctx.db, id)).map(toClaimedJob) });
   });
 
   r.post('/jobs/:id/claim', async (req, res) => {

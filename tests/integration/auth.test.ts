@@ -50,6 +50,14 @@ test('a worker token deregisters only the worker whose key it shows; an admin to
   const mine = await as(tokens.worker).register({ name: 'mine' });
   const other = await as(tokens.worker).register({ name: 'other' });
   expect(mine.workerKey).not.toBe(other.workerKey);
+  // A worker's lease tokens are for its own key, as its deregistration is.
+  const job = await as(tokens.enqueue).enqueue({ command: ['true'], queue: 'held' });
+  const held = await as(tokens.worker).register({ name: 'held', queues: ['held'] });
+  const [claimed] = (await as(tokens.worker).claim(held.id, 1)).jobs;
+  expect((await as(tokens.worker).heldJobs(held.id, held.workerKey)).jobs).toEqual([claimed]);
+  expect(await status(as(tokens.worker).heldJobs(held.id, mine.workerKey))).toBe(403);
+  expect(await status(as(tokens.enqueue).heldJobs(held.id, held.workerKey))).toBe(403);
+  expect((await as(tokens.admin).heldJobs(held.id)).jobs.map((j) => j.id)).toEqual([job.id]);
   const refused = await as(tokens.worker).deregister(other.id, mine.workerKey).catch((e) => e);
   expect([refused.status, refused.code, refused.message]).toEqual([403, 'not_this_worker', expect.stringContaining('headers.x-worker-key')]);
   expect(await status(as(tokens.worker).deregister(other.id))).toBe(403);

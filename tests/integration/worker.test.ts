@@ -311,6 +311,23 @@ test('a draining worker ends its waiting long-poll by asking the server, not by 
   }
 });
 
+test('a claim whose answer is lost on its way: the worker finds the jobs the server took for it and runs them, uncharged', async () => {
+  let claims = 0;
+  // The first long-poll's answer never arrives: the connection is cut once the server has answered.
+  const proxy = await startProxy(t.server.url, (url) => (url === '/claims' && ++claims === 1 ? 'drop' : undefined));
+  try {
+    await startWorker('lost-answer', proxy.url, { pollWaitMs: 20_000 });
+    await until('a long-poll sent', async () => proxy.requests.includes('/claims'));
+    await new Promise((r) => setTimeout(r, 300)); // and asleep on the server, which hands it the job
+    const job = await t.client.enqueue({ command: ['true'], queue: 'lost-answer', maxAttempts: 1 });
+    // Without it, the job would sit under the lease until it expired, and fail as lost.
+    expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect(proxy.faults.dropped).toBe(1);
+  } finally {
+    await closeProxy(proxy);
+  }
+});
+
 test('a worker with more free slots than one request may claim asks for the most a request takes, and runs its jobs', async () => {
   await startWorker('wide', t.server.url, { capacity: { slots: 1500 } });
   const { jobs } = await t.client.enqueueBatch(Array.from({ length: 3 }, () => ({ command: ['true'], queue: 'wide' })));
