@@ -198,7 +198,7 @@ export class WorkerAgent {
           await this.registerAgain(claimedAs);
           continue;
         }
-        if (!(err instanceof ApiRequestError && !err.retryable)) await this.adoptLostClaim(sentAt);
+        if (mayHaveReachedServer(err)) await this.adoptLostClaim(sentAt);
         const delay = backoff.next();
         this.log.warn({ err: (err as Error).message, retryInMs: Math.round(delay) }, 'claim failed; retrying');
         await sleep(delay, this.stopClaiming.signal);
@@ -503,6 +503,10 @@ export class WorkerAgent {
     this.log.info('worker stopped');
   }
 }
+
+/** Not refused by the API itself, nor by a server that was not listening: the server may have acted on it. */
+const mayHaveReachedServer = (err: unknown) =>
+  !(err instanceof ApiRequestError && !err.retryable) && !(err instanceof UnreachableError && err.message.includes('ECONNREFUSED'));
 
 /** How long a long-poll asked to end may take to answer before it is hung up on. */
 const END_POLL_PATIENCE_MS = 2000;

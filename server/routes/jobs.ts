@@ -32,7 +32,7 @@ export function jobRoutes(ctx: AppContext): Router {
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
-    const waiting = await refuseUnplaceable(ctx, jobs, batch);
+    const waiting = await checkPlaceable(ctx, jobs, batch);
     const results = await enqueueAndHandOff(ctx, jobs);
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
@@ -112,7 +112,7 @@ function asPlacementJobs(jobs: EnqueueJobParsed[]) {
  * unless the client accepts the wait with allowUnplaceable. A batch is refused whole. Otherwise,
  * by the job's place in the request, why a checked job will wait: no known worker serves its queue.
  */
-async function refuseUnplaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean): Promise<Map<number, string>> {
+async function checkPlaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: boolean): Promise<Map<number, string>> {
   const checked = jobs.map((job, index) => ({ job, index })).filter(({ job }) => !job.allowUnplaceable);
   if (checked.length === 0) return new Map();
   const verdicts = await enqueueVerdicts(ctx, asPlacementJobs(checked.map(({ job }) => job)));
