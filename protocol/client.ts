@@ -25,7 +25,12 @@ export class ApiRequestError extends Error {
 }
 
 /** The server could not be reached at all (as opposed to answering with an error). */
-export class UnreachableError extends Error {}
+export class UnreachableError extends Error {
+  /** The system's error code (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET...), when there is one. */
+  constructor(message: string, readonly code?: string) {
+    super(message);
+  }
+}
 
 export interface ClientOptions {
   baseUrl: string;
@@ -85,7 +90,7 @@ export class SkipjackClient {
       return { status: res.statusCode, contentType: String(res.headers['content-type'] ?? ''), body: res.body };
     } catch (err) {
       const e = err as Error & { code?: string };
-      throw new UnreachableError(`cannot reach ${this.baseUrl}: ${e.code ?? ''} ${e.message}`.replace(/\s+/g, ' ').trim());
+      throw new UnreachableError(`cannot reach ${this.baseUrl}: ${e.code ?? ''} ${e.message}`.replace(/\s+/g, ' ').trim(), e.code);
     } finally {
       signal?.removeEventListener('abort', stop);
     }

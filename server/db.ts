@@ -109,8 +109,9 @@ export type Db = Kysely<Database>;
 export type JobRow = Selectable<JobsTable>;
 export type WorkerRow = Selectable<WorkersTable>;
 /** The columns a claim answers with: skipjack_claim returns only these, in claim order. */
-export type ClaimRow = Pick<JobRow, 'id' | 'queue' | 'command' | 'env' | 'secret_env' | 'cwd' | 'timeout_seconds' | 'kill_signal'
-  | 'kill_grace_seconds' | 'output_cap_bytes' | 'restart' | 'lease_token' | 'runs'>;
+export const claimColumns = ['id', 'queue', 'command', 'env', 'secret_env', 'cwd', 'timeout_seconds', 'kill_signal',
+  'kill_grace_seconds', 'output_cap_bytes', 'restart', 'lease_token', 'runs'] as const;
+export type ClaimRow = Pick<JobRow, (typeof claimColumns)[number]>;
 
 export function createDb(connectionString: string, poolSize = 10): { db: Db; pool: pg.Pool } {
   const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'skipjack' });

@@ -506,7 +506,7 @@ export class WorkerAgent {
 
 /** Not refused by the API itself, nor by a server that was not listening: the server may have acted on it. */
 const mayHaveReachedServer = (err: unknown) =>
-  !(err instanceof ApiRequestError && !err.retryable) && !(err instanceof UnreachableError && err.message.includes('ECONNREFUSED'));
+  !(err instanceof ApiRequestError && !err.retryable) && !(err instanceof UnreachableError && err.code === 'ECONNREFUSED');
 
 /** How long a long-poll asked to end may take to answer before it is hung up on. */
 const END_POLL_PATIENCE_MS = 2000;

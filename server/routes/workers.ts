@@ -1,5 +1,5 @@
 // Agent routes: register, heartbeat, drain, deregister, and the claims.
-import { Router, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import { claimOneSchema, claimSchema, registerWorkerSchema, workerHeartbeatSchema } from '../../protocol/schemas.js';
 import type { RegisterResponse } from '../../protocol/types.js';
@@ -67,9 +67,7 @@ export function workerRoutes(ctx: AppContext): Router {
   // Final: its leases are taken back now, and its heartbeats are answered with a stop from now on.
   r.delete('/workers/:id', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
-    if (!actsForWorker(res, (await getWorker(ctx.db, id)).key_sha256, req.get('x-worker-key'))) {
-      throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token deregisters only the worker whose key it shows (its registration returned it as workerKey); an admin token deregisters any`);
-    }
+    await mustActForWorker(ctx, req, res, id, 'deregisters');
     const { worker, reaped } = await deregisterWorker(ctx.db, id);
     ctx.knownWorkers.invalidate();
     for (const job of reaped) ctx.log.warn({ jobId: job.id, workerId: id, attempt: job.runs, state: job.state }, 'worker deregistered while running the job; run recorded as lost');
@@ -90,9 +88,7 @@ export function workerRoutes(ctx: AppContext): Router {
   // connection cut after the jobs were taken) finds them here. Lease tokens: its own key only.
   r.get('/workers/:id/leases', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
-    if (!actsForWorker(res, (await getWorker(ctx.db, id)).key_sha256, req.get('x-worker-key'))) {
-      throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token reads only the leases of the worker whose key it shows (its registration returned it as workerKey); an admin token any worker's`);
-    }
+    await mustActForWorker(ctx, req, res, id, 'reads the leases of');
     res.json({ jobs: (await heldJobs(ctx.db, id)).map(toClaimedJob) });
   });
 
@@ -132,6 +128,12 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
   if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);
   else ctx.idleClaims.forget(workerId);
   return { released, jobs: out.claimed };
+}
+
+/** A worker token acts only for the worker whose key it shows; an admin token for any. */
+async function mustActForWorker(ctx: AppContext, req: Request, res: Response, workerId: string, action: string): Promise<void> {
+  if (actsForWorker(res, (await getWorker(ctx.db, workerId)).key_sha256, req.get('x-worker-key'))) return;
+  throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token ${action} only the worker whose key it shows (its registration returned it as workerKey); an admin token ${action} any`);
 }
 
 /** How soon a long-poll whose claim skipped jobs other claims held looks again. */

@@ -3,7 +3,7 @@ import { sql, type Transaction } from 'kysely';
 import type { z } from 'zod';
 import type { registerWorkerSchema } from '../../protocol/schemas.js';
 import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
-import type { ClaimRow, Database, Db, WorkerRow } from '../db.js';
+import { claimColumns, type ClaimRow, type Database, type Db, type WorkerRow } from '../db.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { HttpError, notFound } from '../errors.js';
 
@@ -137,7 +137,7 @@ export async function getWorker(db: Db | Transaction<Database>, workerId: string
 /** The jobs a worker holds a lease on, as a claim answers with them. */
 export async function heldJobs(db: Db, workerId: string): Promise<ClaimRow[]> {
   return (await db.selectFrom('jobs')
-    .select(['id', 'queue', 'command', 'env', 'secret_env', 'cwd', 'timeout_seconds', 'kill_signal', 'kill_grace_seconds', 'output_cap_bytes', 'restart', 'lease_token', 'runs'])
+    .select(claimColumns)
     .where('worker_id', '=', workerId).where('state', '=', 'running').orderBy('id').execute()) as ClaimRow[];
 }
 
