@@ -11,6 +11,7 @@ import * as m008 from './008_final_run_in_job_row.js';
 import * as m009 from './009_worker_keys.js';
 import * as m010 from './010_release_without_row_lock.js';
 import * as m011 from './011_worker_drain_kept.js';
+import * as m012 from './012_no_notify_for_handed_jobs.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '009_worker_keys': m009,
   '010_release_without_row_lock': m010,
   '011_worker_drain_kept': m011,
+  '012_no_notify_for_handed_jobs': m012,
 };

@@ -79,8 +79,9 @@ export async function insertThenClaim(db: Db, insert: InsertJobs, workerId: stri
     WITH ins AS (${insert}),
     handed AS (
       SELECT coalesce(json_agg(to_jsonb(c) - 'ordinality' ORDER BY c.ordinality), '[]') AS handed
-      FROM (SELECT count(*) AS n FROM ins) AS i
-      CROSS JOIN LATERAL skipjack_claim(${workerId}, CASE WHEN i.n >= 0 THEN ${opts.max}::int END, ${opts.leaseTtlMs}) WITH ORDINALITY AS c
+      -- Marked as a hand-off, the insert's trigger announces only the jobs this claim leaves (012).
+      FROM (SELECT count(*) AS n, set_config('skipjack.handing_off', 'on', true) AS marked FROM ins) AS i
+      CROSS JOIN LATERAL skipjack_claim(${workerId}, CASE WHEN i.n >= 0 AND i.marked = 'on' THEN ${opts.max}::int END, ${opts.leaseTtlMs}) WITH ORDINALITY AS c
       -- The worker's row lock first, without waiting: a worker busy with a claim or a heartbeat
       -- of its own lets the enqueue go on alone (its long-poll wakes by NOTIFY as ever).
       WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED))

@@ -346,7 +346,31 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(job).toEqual(read);
   });
 
-  /** Two long-polls asleep on `queue`, then one enqueue: the first takes the job, and its NOTIFY wakes nobody. */
+  test('a job handed off sends no NOTIFY; a job the hand-off leaves, or one enqueued with nobody asleep, still does', async () => {
+    const queue = 'handoff-quiet';
+    const w = await t.client.register({ name: queue, queues: [queue] });
+    const listener = new pg.Client({ connectionString: t.tdb.url });
+    await listener.connect();
+    try {
+      const payloads: string[] = [];
+      listener.on('notification', (n) => { if (n.payload?.startsWith(`${queue} `)) payloads.push(n.payload); });
+      await listener.query('LISTEN skipjack_jobs');
+      const { answer: claim } = await claimAsleep(w.id, 2);
+      const { jobs: batch } = await t.client.enqueueBatch([0, 9, 5].map((priority) => ({ command: ['true'], queue, priority })));
+      expect((await claim).jobs.map((j) => j.id)).toEqual([batch[1].id, batch[2].id]);
+      const alone = await t.client.enqueue({ command: ['true'], queue });
+      // NOTIFYs come in commit order: once the last enqueue's is here, the batch's would be too.
+      await until("the plain enqueue's NOTIFY", async () => payloads.some((p) => p.endsWith(` ${alone.id}`)) || undefined, 3000);
+      expect(payloads.map((p) => p.split(' ')[2])).toEqual([String(batch[0].id), String(alone.id)]);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  /**
+   * Two long-polls asleep on `queue`, then one enqueue: the first is handed the job. A NOTIFY of
+   * that job (as an enqueue whose job a claim took first sends) wakes nobody: it is checked first.
+   */
   async function onlyTheHandOffWakes(queue: string) {
     const skipped = () => metric(t.server.url, 'skipjack_job_wakeups_skipped_total');
     const [w1, w2] = await Promise.all([t.client.register({ name: `${queue}-1`, queues: [queue] }), t.client.register({ name: `${queue}-2`, queues: [queue] })]);
@@ -358,12 +382,13 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(jobs.map((j) => j.id)).toEqual([job.id]);
     // Done at once, so that no lapsed lease (1 s here) makes the job pending again.
     await t.client.release(job.id, { leaseToken: jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
+    await sql`SELECT pg_notify('skipjack_jobs', ${`${queue} ${Date.now()} ${job.id}`})`.execute(t.tdb.db);
     await until('the NOTIFY to be checked and dropped', async () => (await skipped()) > before);
     // The other long-poll slept on to its deadline, with nothing for it.
     expect((await second).jobs).toEqual([]);
   }
 
-  test("a handed-off job's NOTIFY wakes no other long-poll: nothing is pending by the time it comes", async () => {
+  test("a NOTIFY of a job already taken wakes no other long-poll: nothing is pending by the time it comes", async () => {
     await onlyTheHandOffWakes('herd');
   });
 
