@@ -3,6 +3,9 @@
 // it, the job then waits neither for the NOTIFY nor for a second transaction and its WAL flush.
 import type { ClaimRow } from './db.js';
 
+/** The reason a taken claim's long-poll is woken with: abort() alone would build a DOMException, stack and all. */
+const TAKEN = 'taken by an enqueue';
+
 export class SleepingClaim {
   /** Set once an enqueue has taken this claim: settles with what it claimed for the worker. */
   handed: Promise<ClaimRow[]> | null = null;
@@ -19,7 +22,7 @@ export class SleepingClaim {
   take(): (jobs: ClaimRow[]) => void {
     let deliver!: (jobs: ClaimRow[]) => void;
     this.handed = new Promise((resolve) => (deliver = resolve));
-    this.waking.abort();
+    this.waking.abort(TAKEN);
     return deliver;
   }
 }

@@ -166,7 +166,7 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
       const sleeping = ctx.sleepingClaims.sleep(workerId, max);
       try {
         // Skipped jobs may be left by the claim that holds them, and no NOTIFY would say so.
-        await ctx.hub.waitForJobs(seq, contended ? Math.min(left, CONTENDED_RECHECK_MS) : left, AbortSignal.any([abort.signal, sleeping.woken]));
+        await ctx.hub.waitForJobs(seq, contended ? Math.min(left, CONTENDED_RECHECK_MS) : left, [abort.signal, sleeping.woken]);
       } finally {
         ctx.sleepingClaims.wake(sleeping);
       }
