@@ -4,11 +4,14 @@ import { sql } from 'kysely';
 import type { AppContext } from './context.js';
 import { authenticate } from './auth.js';
 import { HttpError } from './errors.js';
+import { plainJsonBody } from './json-body.js';
 import { openApiDocument } from './openapi.js';
 import { jobRoutes } from './routes/jobs.js';
 import { leaseRoutes } from './routes/leases.js';
 import { workerRoutes } from './routes/workers.js';
 import { dashboardPage } from './dashboard.js';
+
+const BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 
 export function createApp(ctx: AppContext) {
   const app = express();
@@ -16,7 +19,8 @@ export function createApp(ctx: AppContext) {
   // Express hashes every answer for an ETag, a claim's thousand jobs included; no client of this API revalidates.
   app.disable('etag');
   app.use(authenticate(ctx.config.tokens));
-  app.use(express.json({ limit: '32mb' }));
+  app.use(plainJsonBody(BODY_LIMIT_BYTES));
+  app.use(express.json({ limit: BODY_LIMIT_BYTES }));
   app.use(refuseOtherBodies);
   app.use(jobRoutes(ctx));
   app.use(workerRoutes(ctx));

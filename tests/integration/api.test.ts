@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import pino from 'pino';
 import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
@@ -99,6 +100,25 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
   expect((await fetch(`${t.server.url}/jobs/999999`)).status).toBe(404);
   expect((await fetch(`${t.server.url}/jobs/999999/logs?attempt=99999999999`)).status).toBe(400);
   expect(await count()).toBe(before);
+});
+
+test('a JSON body is read alike however it comes: a charset, a byte order mark, gzip; another charset is a 415', async () => {
+  const send = (body: string | Blob, headers: Record<string, string>) =>
+    fetch(`${t.server.url}/jobs`, { method: 'POST', headers, body });
+  const job = JSON.stringify({ command: ['true'], queue: 'bodies' });
+  for (const [body, headers] of [
+    [job, { 'content-type': 'application/json; charset=UTF-8' }],
+    [`\ufeff${job}`, { 'content-type': 'application/json' }],
+    [new Blob([new Uint8Array(gzipSync(job))]), { 'content-type': 'application/json', 'content-encoding': 'gzip' }],
+    [` \n${job}`, { 'content-type': 'Application/JSON' }],
+  ] as const) {
+    const res = await send(body, headers);
+    expect([res.status, (await res.json()).queue]).toEqual([201, 'bodies']);
+  }
+  const latin = await send(job, { 'content-type': 'application/json; charset=latin1' });
+  expect(latin.status).toBe(415);
+  const array = await send('[1]', { 'content-type': 'application/json' });
+  expect([array.status, (await array.json()).message]).toEqual([400, expect.stringContaining('body')]);
 });
 
 test('a release naming a job twice, or with a NUL in its signal, is a 400 and changes nothing', async () => {
