@@ -9,19 +9,23 @@ import { notifyTriggers } from './001_initial.js';
 //   (a row trigger with the id in the payload would send one NOTIFY per row of a bulk insert);
 //   the payload names the job when the group holds one: "queue dueMs id".
 // - A job back to pending (a retry, a requeue) names its job: such updates come a few at a time.
+/** The insert trigger's function as this migration made it (012 changes it, and undone, puts this back). */
+export const notifyInsertedFunction = sql`
+    CREATE OR REPLACE FUNCTION skipjack_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('skipjack_jobs', g.queue || ' ' || g.due_ms || CASE WHEN g.n = 1 THEN ' ' || g.id ELSE '' END)
+      FROM (SELECT queue, floor(extract(epoch FROM run_at) * 1000)::bigint AS due_ms, count(*) AS n, min(id) AS id
+            FROM inserted WHERE state = 'pending' GROUP BY 1, 2) AS g;
+      RETURN NULL;
+    END $$;`;
+
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     DROP TRIGGER jobs_notify_insert ON jobs;
     DROP TRIGGER jobs_notify_update ON jobs;
     DROP FUNCTION skipjack_notify_pending();
 
-    CREATE FUNCTION skipjack_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_notify('skipjack_jobs', g.queue || ' ' || g.due_ms || CASE WHEN g.n = 1 THEN ' ' || g.id ELSE '' END)
-      FROM (SELECT queue, floor(extract(epoch FROM run_at) * 1000)::bigint AS due_ms, count(*) AS n, min(id) AS id
-            FROM inserted WHERE state = 'pending' GROUP BY 1, 2) AS g;
-      RETURN NULL;
-    END $$;
+    ${notifyInsertedFunction}
     CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS inserted
       FOR EACH STATEMENT EXECUTE FUNCTION skipjack_notify_inserted();
 
