@@ -139,10 +139,10 @@ async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
   let claimed: ClaimRow[] = [];
   let committed = false;
   try {
-    return await enqueueJobs(ctx.db, jobs, async (insert) => {
+    return await enqueueJobs(ctx.db, jobs, async (rows) => {
       // One job's enqueue is what a waiting worker waits for; a batch's text varies with its size.
       const prepared = jobs.length === 1 ? ctx.statements : undefined;
-      const out = await insertThenClaim(ctx.db, insert, claim.workerId, { max: claim.max, leaseTtlMs: ctx.config.leaseTtlMs, prepared });
+      const out = await insertThenClaim(ctx.db, rows, claim.workerId, { max: claim.max, leaseTtlMs: ctx.config.leaseTtlMs, prepared });
       committed = true;
       claimed = out.claimed;
       ctx.metrics.handedOff.inc(claimed.length);

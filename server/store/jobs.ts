@@ -5,7 +5,7 @@ import type { Db, JobRow } from '../db.js';
 import { HttpError, notFound } from '../errors.js';
 
 /** Flattens constraints into the columns the claim query filters on. */
-function toInsertRow(job: EnqueueJobParsed) {
+export function toInsertRow(job: EnqueueJobParsed) {
   const c = job.constraints;
   const regions = c?.region === undefined ? null : Array.isArray(c.region) ? c.region : [c.region];
   const labelSelector = c?.labels
@@ -50,10 +50,11 @@ export interface EnqueueResult {
   created: boolean;
 }
 
-/** The insert of up to INSERT_CHUNK jobs, one statement. */
-export type InsertJobs = ReturnType<typeof insertStatement>;
+/** A job as a row to insert. */
+export type InsertRow = ReturnType<typeof toInsertRow>;
 
-function insertStatement(db: Db, rows: ReturnType<typeof toInsertRow>[]) {
+/** The insert of up to INSERT_CHUNK jobs, one statement. */
+export function insertStatement(db: Db, rows: InsertRow[]) {
   return db
     .insertInto('jobs')
     .values(rows)
@@ -66,12 +67,12 @@ export const fitsOneStatement = (jobs: unknown[]) => jobs.length <= INSERT_CHUNK
 
 /**
  * Inserts jobs in one statement, or in parts in one transaction. A job whose idempotency key
- * exists already yields the existing job. `run` executes a one-statement insert; the hand-off to a
- * sleeping claim runs it together with that claim.
+ * exists already yields the existing job. `run` inserts rows that fit one statement; the hand-off
+ * to a sleeping claim inserts them together with that claim.
  */
-export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[], run: (insert: InsertJobs) => Promise<JobRow[]> = (q) => q.execute() as Promise<JobRow[]>): Promise<EnqueueResult[]> {
+export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[], run: (rows: InsertRow[]) => Promise<JobRow[]> = (r) => insertStatement(db, r).execute() as Promise<JobRow[]>): Promise<EnqueueResult[]> {
   const rows = jobs.map(toInsertRow);
-  const inserted = fitsOneStatement(rows) ? await run(insertStatement(db, rows)) : await db.transaction().execute(async (trx) => {
+  const inserted = fitsOneStatement(rows) ? await run(rows) : await db.transaction().execute(async (trx) => {
     const all: JobRow[] = [];
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) all.push(...(await insertStatement(trx, rows.slice(i, i + INSERT_CHUNK)).execute() as JobRow[]));
     return all;
@@ -82,7 +83,7 @@ export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[], run: (insert
   return matchByKey(db, rows, inserted);
 }
 
-async function matchByKey(db: Db, rows: ReturnType<typeof toInsertRow>[], inserted: JobRow[]) {
+async function matchByKey(db: Db, rows: InsertRow[], inserted: JobRow[]) {
   const keys = rows.map((r) => r.idempotency_key).filter((k): k is string => k !== null);
   const existing = (await db.selectFrom('jobs').selectAll().where('idempotency_key', 'in', keys).execute()) as JobRow[];
   const byKey = new Map(existing.map((j) => [j.idempotency_key, j]));

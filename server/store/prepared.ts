@@ -25,7 +25,7 @@ export class PreparedStatements {
     try {
       for (let retried = false; ; retried = true) {
         const generation = this.generation;
-        const name = `skipjack_${generation}_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
+        const name = this.nameOf(query.sql, generation);
         try {
           return (await client.query({ name, text: query.sql, values })).rows as R[];
         } catch (err) {
@@ -42,6 +42,16 @@ export class PreparedStatements {
     } finally {
       client.release(broken);
     }
+  }
+
+  /** A statement's name, by its text: hashed once per text and generation, not at every call. */
+  private names = new Map<string, string>();
+  private nameOf(text: string, generation: number): string {
+    let name = this.names.get(text);
+    if (name?.startsWith(`skipjack_${generation}_`)) return name;
+    name = `skipjack_${generation}_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    this.names.set(text, name);
+    return name;
   }
 
   /**

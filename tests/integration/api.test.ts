@@ -10,6 +10,9 @@ import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
 import { deregisterWorker, workerHeartbeats } from '../../server/store/workers.js';
 import { releaseJobs } from '../../server/store/leases.js';
+import { compileHandOff, handOffStatement } from '../../server/store/claims.js';
+import { toInsertRow } from '../../server/store/jobs.js';
+import { enqueueJobSchema } from '../../protocol/schemas.js';
 import { PreparedStatements } from '../../server/store/prepared.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 
@@ -417,6 +420,21 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     const stuck = await t.client.enqueue({ command: ['true'], queue: 'stuck', constraints: { labels: { gpu: 'a100' } }, allowUnplaceable: true });
     await onlyTheHandOffWakes('stuck');
     expect((await t.client.getJob(stuck.id)).state).toBe('pending');
+  });
+
+  test("one job's hand-off statement, compiled once for its columns and given its values, is the statement compiled anew", () => {
+    const jobs = [
+      { command: ['true'] },
+      { command: ['sh', '-c', 'x'], env: { A: '1' }, runAt: new Date(Date.now() + 60_000).toISOString(), idempotencyKey: 'k', constraints: { region: 'mad', labels: { gpu: 'a100' } }, timeoutSeconds: 5, placementDeadlineSeconds: 9 },
+      // The same columns as the first: its compiled statement, other values.
+      { command: ['false'], queue: 'other', priority: 7, maxAttempts: 1 },
+    ].map((job) => enqueueJobSchema.parse(job));
+    for (const job of jobs) {
+      const rows = [toInsertRow(job)];
+      const cached = compileHandOff(t.tdb.db, rows, 'a-worker', { max: 3, leaseTtlMs: 1234 });
+      const fresh = handOffStatement(t.tdb.db, rows, 'a-worker', 3, 1234).compile(t.tdb.db);
+      expect([cached.sql, cached.parameters]).toEqual([fresh.sql, fresh.parameters]);
+    }
   });
 
   test('the hand-off claims in claim order: an older job of higher priority goes before the new one', async () => {
