@@ -9,6 +9,7 @@ import { notifyTriggers } from './001_initial.js';
 //   (a row trigger with the id in the payload would send one NOTIFY per row of a bulk insert);
 //   the payload names the job when the group holds one: "queue dueMs id".
 // - A job back to pending (a retry, a requeue) names its job: such updates come a few at a time.
+
 /** The insert trigger's function as this migration made it (012 changes it, and undone, puts this back). */
 export const notifyInsertedFunction = sql`
     CREATE OR REPLACE FUNCTION skipjack_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
