@@ -124,6 +124,28 @@ test('a JSON body is read alike however it comes: a charset, a byte order mark, 
   expect([array.status, (await array.json()).message]).toEqual([400, expect.stringContaining('body')]);
 });
 
+test('a JSON body its client cuts off half-way is no error of the server, and stores nothing', async () => {
+  const errors: string[] = [];
+  const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line).msg) });
+  const other = await startServer({ ...t.config, port: 0 }, log);
+  const stored = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE queue = 'cut-off'`.execute(t.tdb.db)).rows[0].n);
+  try {
+    const socket = connect(Number(new URL(other.url).port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write('POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"command":["true"],"queue":"cut-off"');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await stored()).toBe(0);
+    // And the server goes on answering.
+    const job = await new SkipjackClient({ baseUrl: other.url }).enqueue({ command: ['true'], queue: 'cut-off' });
+    expect([job.queue, await stored()]).toEqual(['cut-off', 1]);
+    expect(errors).toEqual([]);
+  } finally {
+    await other.close();
+  }
+});
+
 test('a release naming a job twice, or with a NUL in its signal, is a 400 and changes nothing', async () => {
   const w = await t.client.register({ name: 'twice', queues: ['twice'] });
   const job = await t.client.enqueue({ command: ['true'], queue: 'twice' });
