@@ -24,6 +24,9 @@ export class ApiRequestError extends Error {
   }
 }
 
+/** The API itself refused the request, and would again: sending it once more is no use. */
+export const refusedForGood = (err: unknown): err is ApiRequestError => err instanceof ApiRequestError && !err.retryable;
+
 /** The server could not be reached at all (as opposed to answering with an error). */
 export class UnreachableError extends Error {
   /** The system's error code (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET...), when there is one. */

@@ -2,7 +2,7 @@
 // output, heartbeat its leases, release it with its outcome, and drain on request.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { ApiRequestError, UnreachableError, SkipjackClient } from '../protocol/client.js';
+import { ApiRequestError, UnreachableError, SkipjackClient, refusedForGood } from '../protocol/client.js';
 import { MAX_BATCH } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { eitherAborts } from './abort.js';
@@ -243,7 +243,7 @@ export class WorkerAgent {
   private async adoptLostClaim(claimSentAt: number): Promise<void> {
     let held: ClaimedJob[];
     try {
-      held = (await this.client.heldJobs(this.id!, this.key)).jobs;
+      held = (await this.client.heldJobs(this.id, this.key)).jobs;
     } catch {
       return; // the server is away: as before, their leases expire and the jobs run again
     }
@@ -284,7 +284,7 @@ export class WorkerAgent {
     const poll = this.waitingPoll;
     if (!poll || poll.endAsked) return;
     poll.endAsked = setTimeout(() => poll.abort.abort(), END_POLL_PATIENCE_MS);
-    this.client.endPoll(this.id!).catch(() => poll.abort.abort());
+    this.client.endPoll(this.id).catch(() => poll.abort.abort());
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
@@ -506,7 +506,7 @@ export class WorkerAgent {
 
 /** Not refused by the API itself, nor by a server that was not listening: the server may have acted on it. */
 const mayHaveReachedServer = (err: unknown) =>
-  !(err instanceof ApiRequestError && !err.retryable) && !(err instanceof UnreachableError && err.code === 'ECONNREFUSED');
+  !refusedForGood(err) && !(err instanceof UnreachableError && err.code === 'ECONNREFUSED');
 
 /** How long a long-poll asked to end may take to answer before it is hung up on. */
 const END_POLL_PATIENCE_MS = 2000;

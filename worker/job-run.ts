@@ -1,7 +1,7 @@
 // One claimed job on this worker, from its first process to its release: runs it, ships its
 // output, restarts it when its policy says so, and releases it with the outcome.
 import type { Logger } from 'pino';
-import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
+import { refusedForGood, type SkipjackClient } from '../protocol/client.js';
 import type { Release, ReleaseItem } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { checkAllowed } from './allowlist.js';
@@ -139,7 +139,7 @@ export class JobRun {
         this.currentRun = (await this.deps.client.restart(this.job.id, report)).run;
         return true;
       } catch (err) {
-        if (err instanceof ApiRequestError && !err.retryable) {
+        if (refusedForGood(err)) {
           // The lease is gone, or the server will not restart this job: then its outcome is released.
           if (err.code === 'stale_lease') this.onLeaseLost();
           return false;

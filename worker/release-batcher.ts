@@ -3,7 +3,7 @@
 // both, and the server counts their room before it claims). Each is still fenced on its own by
 // the server. Outcomes are known only here, so through a server outage they are retried until
 // the server answers.
-import { ApiRequestError, type ReleaseResult, type SkipjackClient } from '../protocol/client.js';
+import { refusedForGood, type ReleaseResult, type SkipjackClient } from '../protocol/client.js';
 import { MAX_BATCH, type ReleaseItem } from '../protocol/schemas.js';
 import { Backoff, sleep } from './backoff.js';
 
@@ -118,7 +118,7 @@ export class ReleaseBatcher {
       } catch (err) {
         if (this.abandoned) {
           batch.forEach((p) => p.resolve(dropped(this.abandoned!)));
-        } else if (!(err instanceof ApiRequestError) || err.retryable) {
+        } else if (!refusedForGood(err)) {
           this.inFlight = 0;
           const delay = backoff.next();
           this.onRetry(err as Error, delay);
