@@ -123,7 +123,7 @@ export class JobRun {
   private newShipper(): LogShipper {
     const { job, deps } = this;
     return new LogShipper(deps.client, job.id, job.leaseToken, () => this.onLeaseLost(),
-      (err) => deps.log.warn({ err: err.message }, 'server refused job output; dropping it'));
+      (err) => deps.log.warn({ err: err.message }, 'job output could not be delivered; dropping it'));
   }
 
   /** Waits out the delay (a stop cuts it short), then opens the next run on the server. */

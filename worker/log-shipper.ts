@@ -1,11 +1,16 @@
 // Ships one run's output to the server in order. Chunks wait in memory until the server
 // acknowledges them, so an outage delays output but loses none; the supervisor's output cap
 // bounds that memory. The server stores by byte offset, so a resent chunk is stored once.
-import { ApiRequestError, UnreachableError, type SkipjackClient } from '../protocol/client.js';
+import { ApiRequestError, refusedForGood, UnreachableError, type SkipjackClient } from '../protocol/client.js';
 import { Backoff, sleep } from './backoff.js';
 import { coalesceChunks, type OutputChunk } from './output.js';
 
 const MAX_REQUEST_BYTES = 1024 * 1024;
+/**
+ * Answers in a row that are not the API's (a proxy's page, a body cut off) before the output is
+ * given up: the job's release waits for its output, so this cannot go on for ever as an outage can.
+ */
+const MAX_GARBLED_ANSWERS = 8;
 
 export class LogShipper {
   private pending: OutputChunk[] = [];
@@ -14,6 +19,7 @@ export class LogShipper {
   /** Set when shipping stops for good: the lease is lost, or output can no longer be delivered whole. */
   private lost = false;
   private wake: (() => void) | null = null;
+  private garbledInARow = 0;
 
   constructor(
     private client: SkipjackClient,
@@ -52,7 +58,10 @@ export class LogShipper {
       const batch = this.takeBatch();
       try {
         const { end } = await this.client.appendLogs(this.jobId, this.leaseToken, batch.map(toWire));
+        // A 2xx that is not the API's answer (a proxy's page) stored nothing we know of.
+        if (!Number.isSafeInteger(end)) throw new Error(`the answer to a log upload had no end offset (${JSON.stringify(end)})`);
         this.ack(end);
+        this.garbledInARow = 0;
         backoff.reset();
       } catch (err) {
         if (!this.handleError(err)) await sleep(backoff.next());
@@ -84,20 +93,29 @@ export class LogShipper {
       this.ack(expected);
       if (this.pending.length === 0 || this.pending[0].offset <= expected) return true;
       // The bytes the server is missing are gone from here too: no retry can fill the gap.
-      this.onRefused(new Error(`output from byte ${expected} to ${this.pending[0].offset} was lost; the rest of this run's output is dropped`));
-      this.pending = [];
       this.lost = true;
-      return true;
+      return this.drop(new Error(`output from byte ${expected} to ${this.pending[0].offset} was lost; the rest of this run's output is dropped`));
     }
-    if (err instanceof UnreachableError || (err instanceof ApiRequestError && err.retryable)) return false;
-    if (err instanceof ApiRequestError && (err.status === 409 || err.status === 404)) {
-      this.lost = true;
-      this.pending = [];
-      this.onLeaseLost();
-      return true;
+    if (refusedForGood(err)) {
+      if (err.status === 409 || err.status === 404) {
+        this.lost = true;
+        this.pending = [];
+        this.onLeaseLost();
+        return true;
+      }
+      // Any other refusal will not change on a retry: drop what we hold rather than spin.
+      return this.drop(err);
     }
-    // Any other refusal will not change on a retry: drop what we hold rather than spin.
-    this.onRefused(err as Error);
+    // An outage or the server's trouble (5xx, 429): retried as long as it lasts, as releases are.
+    if (err instanceof UnreachableError || err instanceof ApiRequestError) return false;
+    // An answer that is not the API's (a proxy's page, a body cut off): the chunks may or may not
+    // be stored, and sent again they are stored once (by offset). Worth a few more tries.
+    if (++this.garbledInARow < MAX_GARBLED_ANSWERS) return false;
+    return this.drop(new Error(`${MAX_GARBLED_ANSWERS} answers in a row were not the server's (last: ${(err as Error).message}); this run's unsent output is dropped`));
+  }
+
+  private drop(err: Error): true {
+    this.onRefused(err);
     this.pending = [];
     return true;
   }

@@ -282,6 +282,31 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
   }
 });
 
+test("answers to a log upload that are not the server's (a proxy's page, a body cut off) are retried: the output is stored whole", async () => {
+  const garbled = [
+    { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' },
+    { status: 200, type: 'application/json', body: '{"end":' },
+  ];
+  const seen = { garbled: 0, passed: 0 };
+  const proxy = await startProxy(t.server.url, (url) => {
+    if (!/^\/jobs\/\d+\/logs$/.test(url)) return undefined;
+    const answer = garbled[seen.garbled];
+    if (answer) seen.garbled++;
+    else seen.passed++;
+    return answer;
+  });
+  try {
+    await startWorker('garbled', proxy.url);
+    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo one; echo two >&2'], queue: 'garbled' });
+    expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect((await t.client.logs(job.id)).split('\n').sort()).toEqual(['', 'one', 'two']);
+    expect(seen).toEqual({ garbled: 2, passed: expect.any(Number) });
+    expect(seen.passed).toBeGreaterThanOrEqual(1);
+  } finally {
+    await closeProxy(proxy);
+  }
+});
+
 test('a job that did not fit until a running one ended is claimed at once, by a long-poll the server was asked to end, not hung up on', async () => {
   const proxy = await startProxy(t.server.url);
   try {
