@@ -1,5 +1,6 @@
 // The worker agent end to end: real server, real Postgres, real child processes.
 import { sql } from 'kysely';
+import pino from 'pino';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -302,6 +303,51 @@ test("answers to a log upload that are not the server's (a proxy's page, a body 
     expect((await t.client.logs(job.id)).split('\n').sort()).toEqual(['', 'one', 'two']);
     expect(seen).toEqual({ garbled: 2, passed: expect.any(Number) });
     expect(seen.passed).toBeGreaterThanOrEqual(1);
+  } finally {
+    await closeProxy(proxy);
+  }
+});
+
+test("a claim carrying outcomes that is answered by a proxy's page, not the server, sends them again, not taken as refused", async () => {
+  let garbled = 0;
+  const proxy = await startProxy(t.server.url, (url, body) => {
+    if (url !== '/claims' || !Array.isArray(body.releases) || garbled > 0) return undefined;
+    garbled++;
+    return { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' };
+  });
+  try {
+    const warnings: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
+    await startWorker('garbled-claim', proxy.url, { capacity: { slots: 2 }, log });
+    const jobs = (await t.client.enqueueBatch(Array.from({ length: 6 }, () => ({ command: ['true'], queue: 'garbled-claim' })))).jobs;
+    for (const j of jobs) expect(await finished(j.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect(garbled).toBe(1);
+    // Not taken as an answer that refused the outcomes (the worker then forgot it had run them).
+    expect(warnings.filter((w) => /release refused|dropped/.test(w))).toEqual([]);
+  } finally {
+    await closeProxy(proxy);
+  }
+});
+
+test("a restart answered by a proxy's page, not the server, is sent again: the server records the run it ended", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'skipjack-garbled-restart-'));
+  afterAllCleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  let garbled = 0;
+  const proxy = await startProxy(t.server.url, (url) => {
+    if (!url.endsWith('/restart') || garbled > 0) return undefined;
+    garbled++;
+    return { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' };
+  });
+  try {
+    await startWorker('garbled-restart', proxy.url);
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', join(dir, 'ran')], queue: 'garbled-restart', maxAttempts: 1,
+      restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
+    });
+    expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
+    const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
+    expect(runs.map((r: { outcome: string }) => r.outcome)).toEqual(['restarted', 'succeeded']);
+    expect(garbled).toBe(1);
   } finally {
     await closeProxy(proxy);
   }
