@@ -8,6 +8,7 @@ import type { Metrics } from './metrics.js';
 import type { PlacementSettings } from './placement/settings.js';
 import type { IdleClaims } from './idle-claims.js';
 import type { SleepingClaims } from './sleeping-claims.js';
+import type { WaitingPolls } from './waiting-polls.js';
 import type { KnownWorkers } from './placement/workers.js';
 import type { MicroBatcher } from './micro-batcher.js';
 import type { Heartbeat } from './store/workers.js';
@@ -25,6 +26,8 @@ export interface AppContext {
   idleClaims: IdleClaims;
   /** Long-polls asleep here, which an enqueue may hand its jobs to. */
   sleepingClaims: SleepingClaims;
+  /** Each worker's long-poll waiting here, which a newer claim from the worker ends. */
+  waitingPolls: WaitingPolls;
   knownWorkers: KnownWorkers;
   /** Worker heartbeats, gathered for a moment and written in one statement. */
   heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;

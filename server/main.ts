@@ -17,6 +17,7 @@ import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './micro-batcher.js';
 import { IdleClaims } from './idle-claims.js';
 import { SleepingClaims } from './sleeping-claims.js';
+import { WaitingPolls } from './waiting-polls.js';
 import { PreparedStatements } from './store/prepared.js';
 import { KnownWorkers } from './placement/workers.js';
 import { startDueWakeups } from './loops/due-wakeups.js';
@@ -50,7 +51,7 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
   const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
   const app = createApp({
-    db, statements: new PreparedStatements(pool, (err) => log.warn({ err: err.message }, 'named statements do not last between calls here (a pooler in transaction mode: PgBouncer before 1.21, or without max_prepared_statements?); using unnamed ones from now on')), hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims,
+    db, statements: new PreparedStatements(pool, (err) => log.warn({ err: err.message }, 'named statements do not last between calls here (a pooler in transaction mode: PgBouncer before 1.21, or without max_prepared_statements?); using unnamed ones from now on')), hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims, waitingPolls: new WaitingPolls(),
     knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs), closing: closing.signal,
   });
   const dueWakeups = startDueWakeups(db, hub);

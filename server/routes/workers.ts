@@ -103,13 +103,20 @@ export function workerRoutes(ctx: AppContext): Router {
   r.post('/claims', async (req, res) => {
     const c = parse(claimSchema, req.body, 'body');
     const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
+    ctx.waitingPolls.supersede(c.workerId);
     // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
-    const { released, jobs } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
-      ? await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)
+    const { released, jobs, superseded } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
+      ? { ...(await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)), superseded: false }
       : await releaseThenLongPoll(ctx, c, waitMs, res);
-    if (res.destroyed) return void (await handBack(ctx, c.workerId, jobs));
+    const releases = released ? { releases: released } : {};
+    if (res.destroyed || superseded) {
+      await handBack(ctx, c.workerId, jobs);
+      if (res.destroyed) return;
+      ctx.log.info({ workerId: c.workerId }, 'a newer claim from this worker ended its long-poll');
+      return void res.json({ jobs: [], ...releases });
+    }
     logClaims(ctx, c.workerId, jobs);
-    res.json({ jobs: jobs.map(toClaimedJob), ...(released ? { releases: released } : {}) });
+    res.json({ jobs: jobs.map(toClaimedJob), ...releases });
   });
 
   return r;
@@ -117,7 +124,15 @@ export function workerRoutes(ctx: AppContext): Router {
 
 async function releaseThenLongPoll(ctx: AppContext, c: z.output<typeof claimSchema>, waitMs: number, res: Response) {
   const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
-  return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, waitMs, res) };
+  // A claim that does not wait is answered at once: nothing to supersede (two at once are fine).
+  if (waitMs === 0) return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, 0, res), superseded: false };
+  const poll = ctx.waitingPolls.begin(c.workerId);
+  try {
+    const jobs = await claimWithWait(ctx, c.workerId, c.max, waitMs, res, poll.superseded);
+    return { released, jobs, superseded: poll.superseded.aborted };
+  } finally {
+    ctx.waitingPolls.end(c.workerId, poll);
+  }
 }
 
 async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: ReleaseRequest[], max: number) {
@@ -140,9 +155,9 @@ async function mustActForWorker(ctx: AppContext, req: Request, res: Response, wo
 const CONTENDED_RECHECK_MS = 100;
 
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
-async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response): Promise<ClaimRow[]> {
+async function claimWithWait(ctx: AppContext, workerId: string, max: number, waitMs: number, res: Response, superseded?: AbortSignal): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
-  const { abort, dispose } = abortOnHangUpOrStop(ctx, res);
+  const { abort, dispose } = abortOnHangUpOrStop(ctx, res, superseded);
   const endForThisWorker = (p: string) => { if (p === workerId) abort.abort(); };
   const stopOnDrain = ctx.hub.on('skipjack_drain', endForThisWorker);
   const stopOnEndPoll = ctx.hub.on('skipjack_end_poll', endForThisWorker);
@@ -190,18 +205,20 @@ async function claimWithWait(ctx: AppContext, workerId: string, max: number, wai
  * at once when answered empty) sees no abort event, and a closed hub wakes it at once, so it
  * would spin to its deadline.
  */
-function abortOnHangUpOrStop(ctx: AppContext, res: Response): { abort: AbortController; dispose(): void } {
+function abortOnHangUpOrStop(ctx: AppContext, res: Response, superseded?: AbortSignal): { abort: AbortController; dispose(): void } {
   const abort = new AbortController();
   // The response's close, not the request's: a request closes once its body has been read.
   const onEnd = () => abort.abort();
   res.on('close', onEnd);
   ctx.closing.addEventListener('abort', onEnd);
-  if (ctx.closing.aborted || res.destroyed) abort.abort();
+  superseded?.addEventListener('abort', onEnd);
+  if (ctx.closing.aborted || res.destroyed || superseded?.aborted) abort.abort();
   return {
     abort,
     dispose() {
       res.off('close', onEnd);
       ctx.closing.removeEventListener('abort', onEnd);
+      superseded?.removeEventListener('abort', onEnd);
     },
   };
 }

@@ -366,6 +366,20 @@ test('a long-poll claim is woken by NOTIFY when a job arrives through another se
   }
 });
 
+test("a newer claim from a worker ends its older long-poll at once, and jobs go to the newer one (the older one's caller is gone: a proxy may keep its request open)", async () => {
+  const queue = 'superseded';
+  const w = await t.client.register({ name: queue, queues: [queue] });
+  const { answer: older } = await sleepingClaim(t.client, t.server.url, w.id, 4, 10_000);
+  const asleep = await sleepingLongPolls(t.server.url);
+  const started = Date.now();
+  const newer = t.client.claim(w.id, 4, 10_000);
+  expect((await older).jobs).toEqual([]);
+  expect(Date.now() - started).toBeLessThan(5_000);
+  await until('the newer long-poll asleep', async () => (await sleepingLongPolls(t.server.url)) === asleep);
+  const job = await t.client.enqueue({ command: ['true'], queue });
+  expect((await newer).jobs.map((j) => j.id)).toEqual([job.id]);
+});
+
 describe('hand-off: an enqueue claims for a long-poll asleep on the same server, in its own commit', () => {
   const claimAsleep = (workerId: string, max: number, waitMs = 10_000) => sleepingClaim(t.client, t.server.url, workerId, max, waitMs);
 
