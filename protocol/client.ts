@@ -131,9 +131,9 @@ export class SkipjackClient {
   heldJobs(workerId: string, workerKey?: string): Promise<{ jobs: ClaimedJob[] }> {
     return this.request('GET', `/workers/${workerId}/leases`, undefined, 0, undefined, workerKey ? { 'x-worker-key': workerKey } : undefined);
   }
-  /** Asks the server to answer this worker's waiting long-poll now, with what it has. */
-  endPoll(workerId: string): Promise<void> {
-    return this.request('POST', `/workers/${workerId}/end-poll`);
+  /** Asks the server to answer this worker's waiting long-poll now, with what it has (a worker token needs the worker's key). */
+  endPoll(workerId: string, workerKey?: string): Promise<void> {
+    return this.request('POST', `/workers/${workerId}/end-poll`, undefined, 0, undefined, workerKey ? { 'x-worker-key': workerKey } : undefined);
   }
   /** `workerKey` (from the registration) lets a worker token deregister this worker: its own. */
   deregister(workerId: string, workerKey?: string): Promise<WorkerView> {

@@ -286,7 +286,7 @@ export class WorkerAgent {
     const poll = this.waitingPoll;
     if (!poll || poll.endAsked) return;
     poll.endAsked = setTimeout(() => poll.abort.abort(), END_POLL_PATIENCE_MS);
-    this.client.endPoll(this.id).catch(() => poll.abort.abort());
+    this.client.endPoll(this.id, this.key).catch(() => poll.abort.abort());
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {

@@ -80,6 +80,7 @@ export function workerRoutes(ctx: AppContext): Router {
   // it a moment before, their answer already on its way. Whichever server holds it hears this.
   r.post('/workers/:id/end-poll', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
+    await mustActForWorker(ctx, req, res, id, 'ends the long-poll of');
     await endLongPoll(ctx.db, id);
     res.status(204).end();
   });

@@ -31,8 +31,8 @@ test('each scope reaches its own routes and no others', async () => {
   expect(claimed.id).toBe(job.id);
   expect(await status(as(tokens.enqueue).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded' }))).toBe(403);
   expect(await status(as(tokens.worker).drain(w.id))).toBe(403);
-  expect(await status(as(tokens.enqueue).endPoll(w.id))).toBe(403);
-  await as(tokens.worker).endPoll(w.id);
+  expect(await status(as(tokens.enqueue).endPoll(w.id, w.workerKey))).toBe(403);
+  await as(tokens.worker).endPoll(w.id, w.workerKey);
   const badId = await fetch(`${t.server.url}/workers/nope/end-poll`, { method: 'POST', headers: { authorization: `Bearer ${tokens.worker}` } });
   expect([badId.status, (await badId.json()).message]).toEqual([400, expect.stringContaining('params.id')]);
   expect((await as(tokens.worker).release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 })).state).toBe('succeeded');
@@ -61,6 +61,10 @@ test('a worker token deregisters only the worker whose key it shows; an admin to
   const refused = await as(tokens.worker).deregister(other.id, mine.workerKey).catch((e) => e);
   expect([refused.status, refused.code, refused.message]).toEqual([403, 'not_this_worker', expect.stringContaining('headers.x-worker-key')]);
   expect(await status(as(tokens.worker).deregister(other.id))).toBe(403);
+  // Ending a worker's long-poll too: another worker's key, or none, is refused.
+  expect(await status(as(tokens.worker).endPoll(other.id, mine.workerKey))).toBe(403);
+  expect(await status(as(tokens.worker).endPoll(other.id))).toBe(403);
+  expect(await status(as(tokens.admin).endPoll(other.id))).toBe(200);
   expect((await as(tokens.worker).workers()).workers.find((w) => w.id === other.id)?.state).toBe('active');
   expect((await as(tokens.worker).deregister(mine.id, mine.workerKey)).state).toBe('deregistered');
   expect((await as(tokens.admin).deregister(other.id)).state).toBe('deregistered');
