@@ -6,6 +6,8 @@ import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/c
 import { describeEnd, enqueue, followLogs, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
+import { jobTable, placementTable } from './tables.js';
+import { jobStates, type JobState } from '../protocol/schemas.js';
 
 // The server, the worker, the simulator and the database are loaded by the commands that use
 // them: through tsx, loading all of them made every command, enqueue included, start in 1.3 s.
@@ -114,6 +116,29 @@ program.command('status').description('show a job').argument('<id>', 'job id', i
     const job = await client().getJob(id);
     printJson(job);
     process.stderr.write(`job ${id}: ${describeEnd(job)}\n`);
+  });
+
+program.command('jobs').description('list jobs, newest first')
+  .addOption(new Option('--state <state>', 'only jobs in this state').choices(jobStates))
+  .option('--queue <name>', 'only jobs of this queue')
+  .option('--limit <n>', 'at most this many, 1-1000', int, 50)
+  .option('--before <id>', 'only jobs older than this one (the next page starts at the last id shown)', int)
+  .option('--json', 'print the page as JSON: {jobs, nextCursor}')
+  .action(async (o: { state?: JobState; queue?: string; limit: number; before?: number; json?: boolean }) => {
+    const page = await client().listJobs({ state: o.state, queue: o.queue, limit: o.limit, cursor: o.before });
+    if (o.json) return void printJson(page);
+    if (page.jobs.length === 0) return void process.stderr.write('no jobs\n');
+    process.stdout.write(jobTable(page.jobs));
+    if (page.nextCursor !== null) process.stderr.write(`more: skipjack jobs --before ${page.nextCursor}\n`);
+  });
+
+program.command('why').alias('placement').description("why a job runs where it does, or waits: each live worker's verdict on it")
+  .argument('<id>', 'job id', int)
+  .option('--json', 'print the verdicts as JSON')
+  .action(async (id: number, o: { json?: boolean }) => {
+    const placement = await client().placement(id);
+    if (o.json) printJson(placement);
+    else process.stdout.write(placementTable(placement));
   });
 
 program.command('logs').description("print a job's output").argument('<id>', 'job id', int)

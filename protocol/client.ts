@@ -2,7 +2,7 @@
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { EnqueueJob, LogChunk, RegisterWorker, Release, ReleaseItem, RestartReport } from './schemas.js';
-import type { ApiError, ClaimedJob, JobView, RegisterResponse, WorkerHeartbeatResponse, WorkerView } from './types.js';
+import type { ApiError, ClaimedJob, JobView, PlacementExplanation, RegisterResponse, WorkerHeartbeatResponse, WorkerView } from './types.js';
 
 /** One outcome's answer in a batch: released, or refused (its lease was no longer live). */
 export type ReleaseResult = { jobId: number; ok: true } | { jobId: number; ok: false; error: string; message: string };
@@ -111,6 +111,10 @@ export class SkipjackClient {
   listJobs(query: { state?: string; queue?: string; cursor?: number; limit?: number } = {}): Promise<{ jobs: JobView[]; nextCursor: number | null }> {
     const qs = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
     return this.request('GET', `/jobs?${qs}`);
+  }
+  /** Every live worker's verdict on the job: why it runs where it does, or waits. */
+  placement(id: number): Promise<PlacementExplanation> {
+    return this.request('GET', `/jobs/${id}/placement`);
   }
   cancel(id: number): Promise<JobView> {
     return this.request('POST', `/jobs/${id}/cancel`);

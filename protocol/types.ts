@@ -1,4 +1,5 @@
 // The wire API's response shapes.
+import type { Verdict } from '../placement/types.js';
 import type { EndReason, JobState } from './schemas.js';
 
 export interface JobView {
@@ -90,4 +91,15 @@ export interface ApiError {
   error: string;
   message: string;
   issues?: { path: string; message: string }[];
+}
+
+/** GET /jobs/:id/placement: every live worker's verdict on the job, as of now. */
+export interface PlacementExplanation {
+  jobId: number;
+  state: string;
+  mode: 'pull' | 'central';
+  summary: string;
+  /** The worker central scheduling would pick now (in pull mode: the best-ranked that fits). */
+  bestWorkerId: string | null;
+  verdicts: Verdict[];
 }

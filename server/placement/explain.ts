@@ -1,19 +1,10 @@
 // The explained "no": why a job cannot run anywhere, or why it is still waiting.
-import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob, type Verdict } from '../../placement/index.js';
+import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob } from '../../placement/index.js';
+import type { PlacementExplanation } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import type { JobRow } from '../db.js';
 import { toPlacementJob } from './rows.js';
 import { liveWorkers } from './workers.js';
-
-export interface PlacementExplanation {
-  jobId: number;
-  state: string;
-  mode: 'pull' | 'central';
-  summary: string;
-  /** The worker central scheduling would pick now (in pull mode: the best-ranked that fits). */
-  bestWorkerId: string | null;
-  verdicts: Verdict[];
-}
 
 /** The job run through its queue's pipeline against the live workers, as of now. */
 async function placeNow(ctx: AppContext, job: JobRow) {

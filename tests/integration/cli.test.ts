@@ -56,6 +56,36 @@ test('--wait-placement fails with the reasons when nothing can place the job in 
   expect(r.stderr).toMatch(/was not placed: unplaceable: not placed within 1s; 0\/1 workers fit: 1 region mad≠ord/);
 });
 
+test('jobs lists jobs newest first, by queue and state, a page at a time', async () => {
+  const ids: number[] = [];
+  for (const word of ['one', 'two', "it's three"]) ids.push(Number((await skipjack('enqueue', '--queue', 'listed', '--', 'echo', word)).stdout.trim()));
+  const page = await skipjack('jobs', '--queue', 'listed', '--limit', '2');
+  expect(page.code).toBe(0);
+  const lines = page.stdout.trimEnd().split('\n');
+  expect(lines[0]).toMatch(/^ID +STATE +QUEUE +ATTEMPTS +ENQUEUED +COMMAND$/);
+  expect(lines.slice(1).map((l) => Number(l.split(' ')[0]))).toEqual([ids[2], ids[1]]);
+  // Quoted as a shell would need it, so that it can be pasted.
+  expect(lines[1]).toMatch(/ pending +listed +0\/3 +\d+s ago +echo 'it'\\''s three'$/);
+  expect(page.stderr).toBe(`more: skipjack jobs --before ${ids[1]}\n`);
+  const rest = await skipjack('jobs', '--queue', 'listed', '--before', String(ids[1]), '--json');
+  expect(JSON.parse(rest.stdout)).toMatchObject({ jobs: [{ id: ids[0], command: ['echo', 'one'] }], nextCursor: null });
+  expect(await skipjack('jobs', '--queue', 'listed', '--state', 'running')).toMatchObject({ code: 0, stdout: '', stderr: 'no jobs\n' });
+  const bad = await skipjack('jobs', '--state', 'sleeping');
+  expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/'sleeping' is invalid. Allowed choices are pending, assigned, running/)]);
+});
+
+test("why shows each live worker's verdict on a job, and the reason a worker cannot run it", async () => {
+  const id = (await skipjack('enqueue', '--region', 'ord', '--allow-unplaceable', '--', 'true')).stdout.trim();
+  const why = await skipjack('why', id);
+  expect(why.code).toBe(0);
+  const [summary, header, row] = why.stdout.trimEnd().split('\n');
+  expect(summary).toBe(`job ${id} (pending, pull placement): 0/1 workers fit: 1 region mad≠ord`);
+  expect(header).toMatch(/^WORKER +ID +FITS +WHY$/);
+  expect(row).toMatch(new RegExp(`^cli-worker +${worker.workerId} +no +region: `));
+  expect(JSON.parse((await skipjack('placement', id, '--json')).stdout)).toMatchObject({ jobId: Number(id), bestWorkerId: null, verdicts: [{ workerId: worker.workerId, fits: false }] });
+  expect(await skipjack('why', '999999999')).toMatchObject({ code: 2, stderr: expect.stringMatching(/job 999999999 not found/) });
+});
+
 test('bad input names the field; an unknown command shows help', async () => {
   const r = await skipjack('enqueue', '--region', 'ord', '--', 'true');
   expect(r.code).toBe(2);
