@@ -6,7 +6,7 @@ import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/c
 import { describeEnd, enqueue, followLogs, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
-import { jobTable, placementTable } from './tables.js';
+import { jobTable, placementTable, workerTable } from './tables.js';
 import { jobStates, type JobState } from '../protocol/schemas.js';
 
 // The server, the worker, the simulator and the database are loaded by the commands that use
@@ -154,7 +154,14 @@ program.command('cancel').description('cancel a job (a running one is killed by 
     process.stdout.write(job.state === 'cancelled' ? `job ${id} cancelled\n` : `job ${id}: cancel requested; its worker will stop it\n`);
   });
 
-program.command('workers').description('list live workers').action(async () => { printJson((await client().workers()).workers); });
+program.command('workers').description('list live workers: what each runs out of what it has')
+  .option('--json', 'print the workers as JSON')
+  .action(async (o: { json?: boolean }) => {
+    const { workers } = await client().workers();
+    if (o.json) printJson(workers);
+    else if (workers.length === 0) process.stderr.write('no live workers\n');
+    else process.stdout.write(workerTable(workers));
+  });
 
 program.command('drain').description('ask a worker to stop claiming and finish its jobs').argument('<worker-id>')
   .action(async (id: string) => {

@@ -1,6 +1,6 @@
-// Listings for people: jobs, and a job's placement verdicts, as aligned columns. Each command's
+// Listings for people: jobs, workers, and a job's placement verdicts, as aligned columns. Each command's
 // --json prints the API's answer instead, for scripts.
-import type { JobView, PlacementExplanation } from '../protocol/types.js';
+import type { JobView, PlacementExplanation, WorkerView } from '../protocol/types.js';
 
 /** Columns padded to their widest cell; the last is left ragged. */
 export function columns(rows: string[][]): string {
@@ -14,6 +14,15 @@ const COMMAND_WIDTH = 60;
 export function jobTable(jobs: JobView[], now = Date.now()): string {
   const rows = jobs.map((j) => [String(j.id), j.state, j.queue, `${j.attempts}/${j.maxAttempts}`, ago(now - Date.parse(j.createdAt)), commandLine(j.command)]);
   return columns([['ID', 'STATE', 'QUEUE', 'ATTEMPTS', 'ENQUEUED', 'COMMAND'], ...rows]);
+}
+
+/** One line per worker: what it runs out of what it has, where, and when it was last heard from. */
+export function workerTable(workers: WorkerView[], now = Date.now()): string {
+  const rows = workers.map((w) => [
+    w.name, w.id, w.state, w.region ?? '-', `${w.allocated.slots}/${w.capacity.slots}`,
+    `${w.allocated.cpu}/${w.capacity.cpu}`, `${w.allocated.memoryMb}/${w.capacity.memoryMb}`, w.queues.join(','), ago(now - Date.parse(w.lastSeenAt)),
+  ]);
+  return columns([['NAME', 'ID', 'STATE', 'REGION', 'SLOTS', 'CPU (m)', 'MEMORY (MB)', 'QUEUES', 'LAST SEEN'], ...rows]);
 }
 
 /** The summary, then each live worker: whether it fits, and why not or how well. */

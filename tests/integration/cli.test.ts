@@ -74,7 +74,7 @@ test('jobs lists jobs newest first, by queue and state, a page at a time', async
   expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/'sleeping' is invalid. Allowed choices are pending, assigned, running/)]);
 });
 
-test("why shows each live worker's verdict on a job, and the reason a worker cannot run it", async () => {
+test("workers lists live workers; why shows each one's verdict on a job, and the reason a worker cannot run it", async () => {
   const id = (await skipjack('enqueue', '--region', 'ord', '--allow-unplaceable', '--', 'true')).stdout.trim();
   const why = await skipjack('why', id);
   expect(why.code).toBe(0);
@@ -82,6 +82,10 @@ test("why shows each live worker's verdict on a job, and the reason a worker can
   expect(summary).toBe(`job ${id} (pending, pull placement): 0/1 workers fit: 1 region mad≠ord`);
   expect(header).toMatch(/^WORKER +ID +FITS +WHY$/);
   expect(row).toMatch(new RegExp(`^cli-worker +${worker.workerId} +no +region: `));
+  const workers = await skipjack('workers');
+  expect(workers.stdout.split('\n')[0]).toMatch(/^NAME +ID +STATE +REGION +SLOTS +CPU \(m\) +MEMORY \(MB\) +QUEUES +LAST SEEN$/);
+  expect(workers.stdout).toMatch(new RegExp(`\ncli-worker +${worker.workerId} +active +mad +\\d+/4 +\\d+/1000 +\\d+/1024 +default +\\d+s ago\n`));
+  expect(JSON.parse((await skipjack('workers', '--json')).stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ id: worker.workerId, region: 'mad' })]));
   expect(JSON.parse((await skipjack('placement', id, '--json')).stdout)).toMatchObject({ jobId: Number(id), bestWorkerId: null, verdicts: [{ workerId: worker.workerId, fits: false }] });
   expect(await skipjack('why', '999999999')).toMatchObject({ code: 2, stderr: expect.stringMatching(/job 999999999 not found/) });
 });
