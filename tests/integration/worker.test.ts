@@ -232,6 +232,20 @@ async function closeProxy(proxy: TestProxy) {
   await proxy.close();
 }
 
+/** A job whose first run fails and whose restart policy runs it again, on `queue`: the outcomes of its runs. */
+async function failOnceThenSucceed(queue: string, marker: string): Promise<string[]> {
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', marker], queue, maxAttempts: 1,
+    restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
+  });
+  expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
+  const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
+  return runs.map((r: { outcome: string }) => r.outcome);
+}
+
+/** A 2xx that is not the API's answer: a proxy's or a gateway's own page. */
+const proxyPage = { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' };
+
 test('a worker whose heartbeat meets an older server (one that refuses waitMs) heartbeats at the interval and keeps its leases', async () => {
   // An older server, as in a rolling deploy: it refuses the field it does not know, as a strict schema does.
   const seen = { refused: 0, plain: 0 };
@@ -268,14 +282,7 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
   });
   try {
     await startWorker('limited', limiter.url);
-    // Fails its first run, then succeeds: one restart, then one release.
-    const job = await t.client.enqueue({
-      command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', join(dir, 'ran')], queue: 'limited', maxAttempts: 1,
-      restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
-    });
-    expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
-    const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
-    expect(runs.map((r: { outcome: string }) => r.outcome)).toEqual(['restarted', 'succeeded']);
+    expect(await failOnceThenSucceed('limited', join(dir, 'ran'))).toEqual(['restarted', 'succeeded']);
     expect(refused.restart).toBe(2);
     expect(refused.releases).toBeGreaterThanOrEqual(2);
   } finally {
@@ -285,7 +292,7 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
 
 test("answers to a log upload that are not the server's (a proxy's page, a body cut off) are retried: the output is stored whole", async () => {
   const garbled = [
-    { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' },
+    proxyPage,
     { status: 200, type: 'application/json', body: '{"end":' },
   ];
   const seen = { garbled: 0, passed: 0 };
@@ -313,7 +320,7 @@ test("a claim carrying outcomes that is answered by a proxy's page, not the serv
   const proxy = await startProxy(t.server.url, (url, body) => {
     if (url !== '/claims' || !Array.isArray(body.releases) || garbled > 0) return undefined;
     garbled++;
-    return { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' };
+    return proxyPage;
   });
   try {
     const warnings: string[] = [];
@@ -336,17 +343,11 @@ test("a restart answered by a proxy's page, not the server, is sent again: the s
   const proxy = await startProxy(t.server.url, (url) => {
     if (!url.endsWith('/restart') || garbled > 0) return undefined;
     garbled++;
-    return { status: 200, type: 'text/html', body: '<html><body>upstream hiccup</body></html>' };
+    return proxyPage;
   });
   try {
     await startWorker('garbled-restart', proxy.url);
-    const job = await t.client.enqueue({
-      command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', join(dir, 'ran')], queue: 'garbled-restart', maxAttempts: 1,
-      restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
-    });
-    expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
-    const runs = (await (await fetch(`${t.server.url}/jobs/${job.id}/attempts`)).json()).attempts;
-    expect(runs.map((r: { outcome: string }) => r.outcome)).toEqual(['restarted', 'succeeded']);
+    expect(await failOnceThenSucceed('garbled-restart', join(dir, 'ran'))).toEqual(['restarted', 'succeeded']);
     expect(garbled).toBe(1);
   } finally {
     await closeProxy(proxy);
