@@ -127,12 +127,12 @@ async function releaseThenLongPoll(ctx: AppContext, c: z.output<typeof claimSche
   const released = c.releases?.length ? await release(ctx, c.releases) : undefined;
   // A claim that does not wait is answered at once: nothing to supersede (two at once are fine).
   if (waitMs === 0) return { released, jobs: await claimWithWait(ctx, c.workerId, c.max, 0, res), superseded: false };
-  const poll = ctx.waitingPolls.begin(c.workerId);
+  const superseded = ctx.waitingPolls.begin(c.workerId);
   try {
-    const jobs = await claimWithWait(ctx, c.workerId, c.max, waitMs, res, poll.superseded);
-    return { released, jobs, superseded: poll.superseded.aborted };
+    const jobs = await claimWithWait(ctx, c.workerId, c.max, waitMs, res, superseded);
+    return { released, jobs, superseded: superseded.aborted };
   } finally {
-    ctx.waitingPolls.end(c.workerId, poll);
+    ctx.waitingPolls.end(c.workerId, superseded);
   }
 }
 
