@@ -2,7 +2,7 @@
 // The skipjack command line.
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { ApiRequestError, SkipjackClient, UnreachableError } from '../protocol/client.js';
+import { ApiRequestError, NotTheApiError, SkipjackClient, UnreachableError } from '../protocol/client.js';
 import { describeEnd, enqueue, followLogs, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
@@ -197,7 +197,7 @@ const CLI_HINTS: Record<string, string> = { unplaceable: '--allow-unplaceable en
 
 program.parseAsync().catch((err: unknown) => {
   if (err instanceof ApiRequestError) fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
-  if (err instanceof UnreachableError) fail(err.message);
+  if (err instanceof UnreachableError || err instanceof NotTheApiError) fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);
 });

@@ -3,7 +3,7 @@
 import type { JobView, PlacementExplanation, WorkerView } from '../protocol/types.js';
 
 /** Columns padded to their widest cell; the last is left ragged. */
-export function columns(rows: string[][]): string {
+function columns(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd()).join('\n') + '\n';
 }

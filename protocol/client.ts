@@ -27,6 +27,12 @@ export class ApiRequestError extends Error {
 /** The API itself refused the request, and would again: sending it once more is no use. */
 export const refusedForGood = (err: unknown): err is ApiRequestError => err instanceof ApiRequestError && !err.retryable;
 
+/**
+ * A 2xx answer that is not the API's: a proxy's or a gateway's own page, or a body cut off. The
+ * request may or may not have reached the server; like an outage, it is worth sending again.
+ */
+export class NotTheApiError extends Error {}
+
 /** The server could not be reached at all (as opposed to answering with an error). */
 export class UnreachableError extends Error {
   /** The system's error code (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET...), when there is one. */
@@ -58,11 +64,15 @@ export class SkipjackClient {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
   }
 
+  /** A JSON endpoint's answer. A 2xx that is not JSON (a proxy's own page, a body cut off) is a NotTheApiError. */
   async request<T>(method: string, path: string, body?: unknown, extraTimeoutMs = 0, signal?: AbortSignal, extraHeaders?: Record<string, string>): Promise<T> {
     const res = await this.raw(method, path, body, extraTimeoutMs, signal, extraHeaders);
     const text = await readText(res.body);
-    const parsed = text && res.contentType.includes('json') ? JSON.parse(text) : text;
-    if (res.status >= 400) throw new ApiRequestError(res.status, parsed);
+    const isJson = res.contentType.includes('json');
+    if (res.status >= 400) throw new ApiRequestError(res.status, text && isJson ? parseOr(text, text) as ApiError | string : text);
+    if (!text) return undefined as T; // 204
+    const parsed = isJson ? parseOr(text, undefined) : undefined;
+    if (parsed === undefined) throw new NotTheApiError(`the answer to ${method} ${path} is not the API's (${res.contentType || 'no content type'}): ${JSON.stringify(text.slice(0, 80))}`);
     return parsed as T;
   }
 
@@ -119,8 +129,11 @@ export class SkipjackClient {
   cancel(id: number): Promise<JobView> {
     return this.request('POST', `/jobs/${id}/cancel`);
   }
-  logs(id: number): Promise<string> {
-    return this.request('GET', `/jobs/${id}/logs`);
+  async logs(id: number): Promise<string> {
+    const res = await this.raw('GET', `/jobs/${id}/logs`);
+    const text = await readText(res.body);
+    if (res.status >= 400) throw new ApiRequestError(res.status, res.contentType.includes('json') ? parseOr(text, text) as ApiError | string : text);
+    return text;
   }
   register(w: RegisterWorker): Promise<RegisterResponse> {
     return this.request('POST', '/workers', w);
@@ -157,6 +170,14 @@ export class SkipjackClient {
   }
   release(jobId: number, release: Release): Promise<JobView> {
     return this.request('POST', `/jobs/${jobId}/release`, release);
+  }
+}
+
+function parseOr(text: string, otherwise: unknown): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return otherwise;
   }
 }
 

@@ -184,8 +184,6 @@ export class WorkerAgent {
       try {
         const waitMs = carried.items.length ? 0 : this.opts.pollWaitMs ?? 30_000;
         const answer = await this.client.claim(claimedAs, free, waitMs, signal, carried.items);
-        // A 2xx that is not the API's answer (a proxy's page): the carried outcomes go again.
-        if (!Array.isArray(answer?.jobs)) throw new Error('the answer to a claim had no list of jobs');
         carried.settle(answer.releases);
         const { jobs } = answer;
         backoff.reset();

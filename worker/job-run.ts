@@ -136,10 +136,7 @@ export class JobRun {
     const report = { leaseToken: this.job.leaseToken, run: this.currentRun, exitCode: result.exitCode, signal: result.signal, reason: result.reason === 'timed_out' ? 'timed_out' as const : 'exited' as const };
     for (;;) {
       try {
-        const { run } = await this.deps.client.restart(this.job.id, report);
-        // A 2xx that is not the API's answer (a proxy's page) recorded nothing we know of.
-        if (!Number.isSafeInteger(run)) throw new Error('the answer to a restart had no run number');
-        this.currentRun = run;
+        this.currentRun = (await this.deps.client.restart(this.job.id, report)).run;
         return true;
       } catch (err) {
         if (refusedForGood(err)) {

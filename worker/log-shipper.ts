@@ -58,8 +58,6 @@ export class LogShipper {
       const batch = this.takeBatch();
       try {
         const { end } = await this.client.appendLogs(this.jobId, this.leaseToken, batch.map(toWire));
-        // A 2xx that is not the API's answer (a proxy's page) stored nothing we know of.
-        if (!Number.isSafeInteger(end)) throw new Error(`the answer to a log upload had no end offset (${JSON.stringify(end)})`);
         this.ack(end);
         this.garbledInARow = 0;
         backoff.reset();
@@ -108,8 +106,8 @@ export class LogShipper {
     }
     // An outage or the server's trouble (5xx, 429): retried as long as it lasts, as releases are.
     if (err instanceof UnreachableError || err instanceof ApiRequestError) return false;
-    // An answer that is not the API's (a proxy's page, a body cut off): the chunks may or may not
-    // be stored, and sent again they are stored once (by offset). Worth a few more tries.
+    // An answer that is not the API's (NotTheApiError: a proxy's page, a body cut off): the chunks
+    // may or may not be stored, and sent again they are stored once (by offset). Worth a few more tries.
     if (++this.garbledInARow < MAX_GARBLED_ANSWERS) return false;
     return this.drop(new Error(`${MAX_GARBLED_ANSWERS} answers in a row were not the server's (last: ${(err as Error).message}); this run's unsent output is dropped`));
   }
