@@ -71,8 +71,10 @@ program.command('worker')
       capacity: { cpu: o.cpu, memoryMb: o.memory, diskMb: o.disk, slots: o.slots },
       drainTimeoutMs: o.drainTimeout * 1000, claimGatherMs: Math.max(0, o.claimGatherMs), spawnHelper: o.spawnHelper, log,
     });
+    // From the start: a stop while the worker registers (or waits for the server) is a stop too.
+    const stopped = onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
     await worker.start();
-    await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
+    await stopped;
   });
 
 program.command('migrate')

@@ -79,6 +79,7 @@ export class WorkerAgent {
   private waitingPoll: { abort: AbortController; since: number; endAsked?: NodeJS.Timeout } | null = null;
   private spawnHelper: SpawnHelper | null;
   private registeringAgain: Promise<void> | null = null;
+  private starting: Promise<void> | null = null;
 
   constructor(private opts: WorkerOptions) {
     this.client = new SkipjackClient({ baseUrl: opts.serverUrl, token: opts.token });
@@ -117,10 +118,14 @@ export class WorkerAgent {
     return [...this.running.values()].map(({ run }) => run.job.id);
   }
 
-  async start(): Promise<void> {
-    await this.startSpawnHelper();
-    await this.register();
-    this.loops = [this.claimLoop(), this.heartbeatLoop()];
+  /** Registers and starts claiming. A stop asked for meanwhile waits for it (see drain). */
+  start(): Promise<void> {
+    this.starting ??= (async () => {
+      await this.startSpawnHelper();
+      await this.register();
+      this.loops = [this.claimLoop(), this.heartbeatLoop()];
+    })();
+    return this.starting;
   }
 
   private async register(): Promise<void> {
@@ -488,6 +493,8 @@ export class WorkerAgent {
   }
 
   private async drain(): Promise<void> {
+    // A registration in flight completes first, so that a worker registered just now deregisters.
+    await this.starting?.catch(() => {});
     const timeout = this.opts.drainTimeoutMs ?? 60_000;
     const timer = setTimeout(() => {
       this.log.warn({ running: this.running.size }, 'drain timeout; stopping the remaining jobs and requeueing them');

@@ -1,5 +1,6 @@
 // Skipjack under test: the server in this process, its workers as real processes over HTTP.
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -51,11 +52,12 @@ export async function startWorkers(serverUrl: string, count: number, slots: numb
   const ids: string[] = [];
   const env = { ...process.env, LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn' };
   const stop = async () => void (await Promise.all(procs.map((p) => stopChild(p))));
+  const nodeArgs = [...launcherNodeFlags(), ...(opts.nodeArgs ?? [])];
   try {
     for (let i = 0; i < count; i++) {
       const child = opts.kind === 'cli'
-        ? startTsChild(join(repoRoot, 'cli/main.ts'), ['--server', serverUrl, 'worker', '--slots', String(slots), '--name', `bench-cli-${i}`, ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs: opts.nodeArgs })
-        : startTsChild(join(benchRoot, 'worker-process.ts'), ['--server', serverUrl, '--slots', String(slots), ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs: opts.nodeArgs });
+        ? startTsChild(join(repoRoot, 'cli/main.ts'), ['--server', serverUrl, 'worker', '--slots', String(slots), '--name', `bench-cli-${i}`, ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs })
+        : startTsChild(join(benchRoot, 'worker-process.ts'), ['--server', serverUrl, '--slots', String(slots), ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs });
       procs.push(child);
     }
     if (opts.kind === 'cli') {
@@ -95,6 +97,16 @@ export async function startWorkers(serverUrl: string, count: number, slots: numb
     throw err;
   }
   return { procs, ids, stop };
+}
+
+/**
+ * The Node flags bin/skipjack starts Skipjack with (its `exec node` line): the bench's worker
+ * processes run with them too, as `skipjack worker` does, whichever entry they start from.
+ */
+export function launcherNodeFlags(): string[] {
+  const line = readFileSync(join(repoRoot, 'bin/skipjack'), 'utf8').split('\n').find((l) => l.startsWith('exec node '));
+  if (!line) throw new Error('bin/skipjack has no "exec node" line to take the Node flags from');
+  return line.split(/\s+/).filter((word) => word.startsWith('--'));
 }
 
 /** Enqueue n copies of a job through POST /jobs {jobs: [...]}, in batches. */

@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { WorkerAgent } from '../../worker/agent.js';
 import { startServer } from '../../server/main.js';
 import { quietLog } from '../support/server.js';
+import { skipjackCommand } from '../support/processes.js';
 
 let t: TestServer;
 let worker: WorkerAgent;
@@ -21,7 +22,7 @@ const skipjack = (...args: string[]) => skipjackAt(t.server.url, ...args);
 
 function skipjackAt(url: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', '--server', url, ...args], {
+    const child = spawn(skipjackCommand, ['--server', url, ...args], {
       cwd: new URL('../..', import.meta.url).pathname,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

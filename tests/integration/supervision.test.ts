@@ -1,5 +1,6 @@
 // Supervision end to end: a real server and Postgres, real worker agents and real processes.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import type { JobView } from '../../protocol/types.js';
 import { startServer } from '../../server/main.js';
@@ -206,6 +207,17 @@ test('the allowlist refuses a program outside it, with the reason', async () => 
 });
 
 describe('a worker process', () => {
+  test('is the process its supervisor started (bin/skipjack execs node), with the heap setting it runs on', async () => {
+    const child = spawnWorkerProcess(t.server.url, ['--name', 'launched', '--queue', 'launched']);
+    await until('registered', async () => (await t.client.workers()).workers.some((w) => w.name === 'launched'));
+    // Signals sent to this pid (systemd's, a terminal's) reach the worker itself: no wrapper between.
+    const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+    expect(argv.slice(1, 3)).toEqual(['--initial-old-space-size=64', expect.stringMatching(/\/bin\/skipjack\.js$/)]);
+    child.kill('SIGTERM');
+    expect(await exited(child)).toEqual({ code: 0, signal: null });
+    expect((await t.client.workers()).workers.map((w) => w.name)).not.toContain('launched');
+  });
+
   test('first SIGTERM drains: running work finishes, nothing new is claimed, the worker deregisters', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'drain1', '--queue', 'drain1', '--drain-timeout', '30s']);
     const job = await t.client.enqueue({ command: ['sh', '-c', 'sleep 1; echo finished'], queue: 'drain1' });

@@ -4,9 +4,12 @@ import { processGroupAlive } from '../../worker/supervisor.js';
 
 const started = new Set<ChildProcess>();
 
+/** The skipjack command (bin/skipjack, what npm links), as an operator runs it. */
+export const skipjackCommand = new URL('../../bin/skipjack', import.meta.url).pathname;
+
 /** `skipjack worker` as its own OS process, exactly as an operator would run it. */
 export function spawnWorkerProcess(serverUrl: string, args: string[] = []): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', '--server', serverUrl, 'worker', ...args], {
+  const child = spawn(skipjackCommand, ['--server', serverUrl, 'worker', ...args], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
