@@ -73,7 +73,8 @@ program.command('worker')
     });
     // From the start: a stop while the worker registers (or waits for the server) is a stop too.
     const stopped = onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
-    await worker.start();
+    // A start cut short by that stop is no failure: the stop goes on as asked.
+    await worker.start().catch((err) => { if (worker.lifecycle === 'active') throw err; });
     await stopped;
   });
 

@@ -218,6 +218,16 @@ describe('a worker process', () => {
     expect((await t.client.workers()).workers.map((w) => w.name)).not.toContain('launched');
   });
 
+  test('a SIGTERM while it waits to register (no server) stops it at once, with code 0', async () => {
+    const child = spawnWorkerProcess('http://127.0.0.1:1', ['--name', 'never-registered'], 'pipe');
+    let log = '';
+    child.stdout!.on('data', (d) => (log += d));
+    child.stderr!.on('data', (d) => (log += d));
+    await until('a registration retried', async () => log.includes('retrying registration'));
+    child.kill('SIGTERM');
+    expect(await exited(child)).toEqual({ code: 0, signal: null });
+  });
+
   test('first SIGTERM drains: running work finishes, nothing new is claimed, the worker deregisters', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'drain1', '--queue', 'drain1', '--drain-timeout', '30s']);
     const job = await t.client.enqueue({ command: ['sh', '-c', 'sleep 1; echo finished'], queue: 'drain1' });

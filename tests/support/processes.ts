@@ -8,11 +8,11 @@ const started = new Set<ChildProcess>();
 export const skipjackCommand = new URL('../../bin/skipjack', import.meta.url).pathname;
 
 /** `skipjack worker` as its own OS process, exactly as an operator would run it. */
-export function spawnWorkerProcess(serverUrl: string, args: string[] = []): ChildProcess {
+export function spawnWorkerProcess(serverUrl: string, args: string[] = [], output: 'inherit' | 'pipe' = 'inherit'): ChildProcess {
   const child = spawn(skipjackCommand, ['--server', serverUrl, 'worker', ...args], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', output, output],
   });
   started.add(child);
   child.on('exit', () => started.delete(child));
