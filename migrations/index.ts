@@ -12,6 +12,7 @@ import * as m009 from './009_worker_keys.js';
 import * as m010 from './010_release_without_row_lock.js';
 import * as m011 from './011_worker_drain_kept.js';
 import * as m012 from './012_no_notify_for_handed_jobs.js';
+import * as m013 from './013_start_new_job_at_insert.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '010_release_without_row_lock': m010,
   '011_worker_drain_kept': m011,
   '012_no_notify_for_handed_jobs': m012,
+  '013_start_new_job_at_insert': m013,
 };

@@ -32,8 +32,10 @@ export function jobRoutes(ctx: AppContext): Router {
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
-    const waiting = await checkPlaceable(ctx, jobs, batch);
-    const results = await enqueueAndHandOff(ctx, jobs);
+    // A sleeping worker that could run the one job now could run it idle: nothing to refuse or explain.
+    const sleeperForOne = jobs.length === 1 ? await takeSleepingClaim(ctx, jobs) : null;
+    const waiting = sleeperForOne ? new Map<number, string>() : await checkPlaceable(ctx, jobs, batch);
+    const results = await enqueueAndHandOff(ctx, jobs, sleeperForOne ?? (jobs.length > 1 ? await takeSleepingClaim(ctx, jobs) : null));
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
       ctx.log.info({ jobId: job.id, queue: job.queue, created }, created ? 'job enqueued' : 'idempotent repeat: returning the existing job');
@@ -128,12 +130,12 @@ async function checkPlaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: 
 /**
  * Inserts the jobs; when a long-poll asleep in this process belongs to a worker that could run one
  * of them, that worker's claim runs in the same statement and its answer goes straight to the
- * long-poll. The claim is the usual one, so queue order, capacity and constraints hold as ever.
+ * long-poll. The claim is the usual one, so queue order, capacity and constraints hold as ever;
+ * one job goes in already started only where that claim would have started it (migration 013).
  * Should PostgreSQL refuse the combined statement, nothing of it stands, and the jobs are inserted
  * alone: an enqueue does not fail for the sake of a hand-off.
  */
-async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
-  const handOff = await takeSleepingClaim(ctx, jobs);
+async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[], handOff: SleepingClaimTaken | null) {
   if (!handOff) return enqueueJobs(ctx.db, jobs);
   const { claim, deliver } = handOff;
   let claimed: ClaimRow[] = [];
@@ -165,6 +167,8 @@ async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[]) {
 
 /** An error PostgreSQL answered with, as opposed to a connection lost mid-statement. */
 const refusedByPostgres = (err: unknown) => err instanceof pg.DatabaseError && !err.code?.startsWith('08');
+
+type SleepingClaimTaken = NonNullable<Awaited<ReturnType<typeof takeSleepingClaim>>>;
 
 /** The longest-asleep claim whose worker could run one of these jobs now, if claims are one statement. */
 async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {

@@ -1,7 +1,7 @@
 // Claims: a worker takes the jobs assigned to it (central mode) and pending jobs it may run
 // (pull mode), up to its free capacity. The candidate query, the lease start, the whole
 // one-statement claim and the release-then-claim are SQL functions (migrations/002 and 003).
-import { sql, type CompiledQuery, type Transaction } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder, type Transaction } from 'kysely';
 import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
 import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
 import { notFound, HttpError, unknownWorker } from '../errors.js';
@@ -70,39 +70,65 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
 
 /**
  * An enqueue's insert and then a worker's claim, in one statement and one commit: the hand-off of
- * new jobs to a worker whose long-poll sleeps. The claim is skipjack_claim, as for any claim.
+ * new jobs to a worker whose long-poll sleeps. One job goes in already started for the worker
+ * when skipjack_can_start_new says it may (013); otherwise, and for a batch, the claim is
+ * skipjack_claim, as for any claim.
  */
 export async function insertThenClaim(db: Db, rows: InsertRow[], workerId: string, opts: ClaimOptions & { prepared?: PreparedStatements }): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
   const statement = compileHandOff(db, rows, workerId, opts);
   const result = opts.prepared ? await opts.prepared.rows(statement) : (await db.executeQuery(statement)).rows;
+  const inserted = result.filter((r) => r.id !== null).map(({ handed: _, ...row }) => row as JobRow);
+  if (inserted.length === 1 && inserted[0].state === 'running') return { inserted, claimed: inserted };
   const claimed: ClaimRow[] = result[0]?.handed ?? [];
   const byId = new Map(claimed.map((c) => [c.id, c]));
-  const inserted = result.filter((r) => r.id !== null).map(({ handed: _, ...row }) => {
-    const claim = byId.get(row.id);
-    return claim ? asClaimedBy(row as JobRow, workerId, claim, opts.leaseTtlMs) : (row as JobRow);
-  });
-  return { inserted, claimed };
+  return { inserted: inserted.map((row) => (byId.has(row.id) ? asClaimedBy(row, workerId, byId.get(row.id)!, opts.leaseTtlMs) : row)), claimed };
 }
 
 type HandOffRow = JobRow & { handed: ClaimRow[] };
 
-/**
- * The hand-off statement. skipjack_claim's argument reads the count of inserted rows, so it runs
- * once the insert is done, and it then sees the new jobs (a volatile function sees what its
- * calling statement wrote before it ran).
- */
+/** The hand-off statement: one job's starts it at its insert when it can, a batch's claims. */
 export function handOffStatement(db: Db, rows: InsertRow[], workerId: unknown, max: unknown, leaseTtlMs: unknown) {
+  if (rows.length !== 1) return sql<HandOffRow>`WITH ${insertThenClaimCtes(insertStatement(db, rows), workerId, max, leaseTtlMs)}`;
+  const row = rows[0];
+  const due = 'run_at' in row ? sql`${row.run_at}::timestamptz <= now()` : sql`true`;
   return sql<HandOffRow>`
-    WITH ins AS (${insertStatement(db, rows)}),
+    WITH can AS (
+      SELECT ${due} AND skipjack_can_start_new(${workerId}, ${row.need_cpu}, ${row.need_memory_mb}, ${row.need_disk_mb}) AS start),
+    ${insertThenClaimCtes(insertStartedIfItCan(row, workerId, leaseTtlMs), workerId, max, leaseTtlMs, sql`(SELECT start FROM can)`)}`;
+}
+
+/**
+ * The insert, then skipjack_claim unless `started` (the job went in started). The claim's
+ * argument reads the count of inserted rows, so it runs once the insert is done, and it then sees
+ * the new jobs (a volatile function sees what its calling statement wrote before it ran).
+ */
+function insertThenClaimCtes(insert: RawBuilder<unknown> | ReturnType<typeof insertStatement>, workerId: unknown, max: unknown, leaseTtlMs: unknown, started = sql`false`) {
+  return sql`
+    ins AS (${insert}),
     handed AS (
-      SELECT coalesce(json_agg(to_jsonb(c) - 'ordinality' ORDER BY c.ordinality), '[]') AS handed
+      SELECT CASE WHEN ${started} THEN '[]'::json ELSE (
+        SELECT coalesce(json_agg(to_jsonb(c) - 'ordinality' ORDER BY c.ordinality), '[]')
+        FROM skipjack_claim(${workerId}, CASE WHEN i.n >= 0 AND i.marked = 'on' THEN ${max}::int END, ${leaseTtlMs}) WITH ORDINALITY AS c
+        -- The worker's row lock first, without waiting: a worker busy with a claim or a heartbeat
+        -- of its own lets the enqueue go on alone (its long-poll wakes by NOTIFY as ever).
+        WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED)) END AS handed
       -- Marked as a hand-off, the insert's trigger announces only the jobs this claim leaves (012).
-      FROM (SELECT count(*) AS n, set_config('skipjack.handing_off', 'on', true) AS marked FROM ins) AS i
-      CROSS JOIN LATERAL skipjack_claim(${workerId}, CASE WHEN i.n >= 0 AND i.marked = 'on' THEN ${max}::int END, ${leaseTtlMs}) WITH ORDINALITY AS c
-      -- The worker's row lock first, without waiting: a worker busy with a claim or a heartbeat
-      -- of its own lets the enqueue go on alone (its long-poll wakes by NOTIFY as ever).
-      WHERE EXISTS (SELECT 1 FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE SKIP LOCKED))
+      FROM (SELECT count(*) AS n, set_config('skipjack.handing_off', 'on', true) AS marked FROM ins) AS i)
     SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`;
+}
+
+/** One job's insert, as running on the worker where `can.start`, set as skipjack_claim sets a job it starts. */
+function insertStartedIfItCan(row: InsertRow, workerId: unknown, leaseTtlMs: unknown) {
+  const columns = (Object.keys(row) as (keyof InsertRow)[]).filter((c) => c !== 'placement_deadline_at');
+  const ifStarted = (value: RawBuilder<unknown>, otherwise: RawBuilder<unknown> | unknown = null) => sql`CASE WHEN can.start THEN ${value} ELSE ${otherwise} END`;
+  return sql`
+    INSERT INTO jobs (${sql.join(columns.map((c) => sql.ref(c)))}, placement_deadline_at, state, worker_id, lease_token, lease_expires_at, started_at, attempts, runs)
+    SELECT ${sql.join(columns.map((c) => sql`${row[c]}`))}, ${ifStarted(sql`NULL`, sql`${row.placement_deadline_at}::timestamptz`)},
+      ${ifStarted(sql`'running'`, sql`'pending'`)}, ${ifStarted(sql`${workerId}::uuid`)}, ${ifStarted(sql`gen_random_uuid()`)},
+      ${ifStarted(sql`now() + ${leaseTtlMs}::int * interval '1 millisecond'`)}, ${ifStarted(sql`now()`)}, ${ifStarted(sql`1`, sql`0`)}, ${ifStarted(sql`1`, sql`0`)}
+    FROM can
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *`;
 }
 
 /** Stands in for a value while a statement is compiled, to learn which parameter holds it. */

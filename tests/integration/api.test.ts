@@ -527,6 +527,52 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     }
   });
 
+  test.each([
+    ['slots', { slots: 1 }, {}],
+    ['cpu', { slots: 4, cpu: 2 }, { resources: { cpu: 2 } }],
+  ])("a full worker's long-poll is not handed a job past its capacity (%s): the job stays pending", async (name, capacity, constraints) => {
+    const queue = `handoff-full-${name}`;
+    const w = await t.client.register({ name: queue, queues: [queue], capacity });
+    const first = await t.client.enqueue({ command: ['true'], queue, constraints });
+    expect((await t.client.claim(w.id, 1)).jobs.map((j) => j.id)).toEqual([first.id]);
+    // The server does not know the worker's load: the statement's check is what keeps it.
+    const { answer: claim } = await claimAsleep(w.id, 1, 300);
+    const second = await t.client.enqueue({ command: ['true'], queue, constraints: { resources: { cpu: 1 } } });
+    expect(second.state).toBe('pending');
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE worker_id = ${w.id} AND state = 'running'`.execute(t.tdb.db);
+    expect(rows[0].n).toBe(1);
+    await claim;
+  });
+
+  test('skipjack_can_start_new: an active worker with room, no lock held on it and no job of its queues due first', async () => {
+    const queue = 'can-start';
+    const w = await t.client.register({ name: queue, queues: [queue], capacity: { slots: 2, cpu: 4, memoryMb: 100, diskMb: 100 } });
+    const can = async (cpu = 1, memoryMb = 0, diskMb = 0) =>
+      (await sql<{ ok: boolean }>`SELECT skipjack_can_start_new(${w.id}, ${cpu}, ${memoryMb}, ${diskMb}) AS ok`.execute(t.tdb.db)).rows[0].ok;
+    expect(await can()).toBe(true);
+    expect([await can(5), await can(1, 101), await can(1, 0, 101)]).toEqual([false, false, false]);
+    // A job for later does not count; a due one does, even one the worker could not run: the claim decides.
+    await t.client.enqueue({ command: ['true'], queue, runAt: new Date(Date.now() + 3_600_000).toISOString() });
+    expect(await can()).toBe(true);
+    const big = await t.client.enqueue({ command: ['true'], queue, constraints: { resources: { cpu: 64 } }, allowUnplaceable: true });
+    expect(await can()).toBe(false);
+    await t.client.cancel(big.id);
+    expect(await can()).toBe(true);
+    // Its row locked by a claim or a heartbeat of its own: no waiting for it.
+    const locker = new pg.Client({ connectionString: t.tdb.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM workers WHERE id = $1 FOR NO KEY UPDATE', [w.id]);
+      expect(await can()).toBe(false);
+      await locker.query('ROLLBACK');
+    } finally {
+      await locker.end();
+    }
+    await t.client.drain(w.id);
+    expect(await can()).toBe(false);
+  });
+
   test('no hand-off crosses a hard constraint: a sleeping ord worker is not given a job for mad', async () => {
     const w = await t.client.register({ name: 'handoff-ord', region: 'ord', queues: ['handoff-region'] });
     const { answer: claim } = await claimAsleep(w.id, 1, 1500);
