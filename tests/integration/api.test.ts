@@ -573,10 +573,16 @@ describe('hand-off: an enqueue claims for a long-poll asleep on the same server,
     expect(await can()).toBe(false);
   });
 
-  test('no hand-off crosses a hard constraint: a sleeping ord worker is not given a job for mad', async () => {
-    const w = await t.client.register({ name: 'handoff-ord', region: 'ord', queues: ['handoff-region'] });
+  // The job that goes in started (013) is checked against the worker's region and labels by the
+  // server alone, before it picks the sleeping claim: these fail if that check misses a filter.
+  test.each([
+    ['region', { region: 'ord' }, { region: 'mad' }],
+    ['labels', { region: 'mad', labels: { gpu: 't4' } }, { region: 'mad', labels: { gpu: 'a100' } }],
+  ])('no hand-off crosses a hard constraint (%s): the sleeping worker is not given the job', async (name, worker, constraints) => {
+    const queue = `handoff-${name}`;
+    const w = await t.client.register({ name: queue, queues: [queue], ...worker });
     const { answer: claim } = await claimAsleep(w.id, 1, 1500);
-    const job = await t.client.enqueue({ command: ['true'], queue: 'handoff-region', constraints: { region: 'mad' }, allowUnplaceable: true });
+    const job = await t.client.enqueue({ command: ['true'], queue, constraints, allowUnplaceable: true });
     expect((await claim).jobs).toEqual([]);
     expect((await t.client.getJob(job.id)).state).toBe('pending');
   });
