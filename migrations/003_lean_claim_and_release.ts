@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { claimFunction002 } from './002_claim_in_one_statement.js';
 
-// The hot path, leaner (each step measured in bench/, see the README):
+// The hot path, leaner (each step measured in bench/, see bench/HISTORY.md):
 // - skipjack_claim static and inlined: plpgsql keeps the plans of static statements, where EXECUTE
 //   plans every call, and a called set-returning function materializes its rows first. A one-job
 //   claim on an idle system: 3.0 -> 2.2 ms p50, what a bare UPDATE ... SKIP LOCKED claim costs here.
