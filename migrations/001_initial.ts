@@ -114,8 +114,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 // Wake long-polling claimers. The payload is the epoch millisecond (rounded down) the job becomes
 // due, so a listener can arm a timer for a delayed job; identical payloads in one transaction fold
-// into one. (Migration 007 replaces these, and puts them back when undone.)
-export const notifyTriggers = sql`
+// into one. (Migration 007 replaces these, and its down puts a frozen copy back.)
+const notifyTriggers = sql`
     CREATE FUNCTION skipjack_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       PERFORM pg_notify('skipjack_jobs', NEW.queue || ' ' || floor(extract(epoch FROM NEW.run_at) * 1000)::bigint::text);

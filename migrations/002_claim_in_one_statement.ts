@@ -74,8 +74,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await claimFunction002.execute(db);
 }
 
-/** 003 replaces it; its down puts this one back. */
-export const claimFunction002 = sql`
+/** 003 replaces it; its down puts a frozen copy of this one back. */
+const claimFunction002 = sql`
     -- A pull claim in one statement, for queues whose filters all run in SQL (the built-ins).
     CREATE OR REPLACE FUNCTION skipjack_claim(p_worker uuid, p_max int, p_ttl_ms int)
     RETURNS SETOF jobs LANGUAGE plpgsql AS $fn$

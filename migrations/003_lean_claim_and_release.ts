@@ -1,5 +1,4 @@
 import { sql, type Kysely } from 'kysely';
-import { claimFunction002 } from './002_claim_in_one_statement.js';
 
 // The hot path, leaner (each step measured in bench/, see bench/HISTORY.md):
 // - skipjack_claim static and inlined: plpgsql keeps the plans of static statements, where EXECUTE
@@ -145,11 +144,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
 }
 
 /** The release, one statement; 004 moves it into plpgsql unchanged. */
-export const releaseStatement = releaseStatementOf({ finalRunInRow: false });
-
-/** finalRunInRow (008): the run that ends its job is kept in the job's row alone, with its worker. */
-export function releaseStatementOf({ finalRunInRow }: { finalRunInRow: boolean }) {
-  return sql`
+const releaseStatement = sql`
       WITH cur AS (
         SELECT j.id, j.runs, j.worker_id, j.started_at, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
             WHEN i.outcome = 'succeeded' THEN 'succeeded'
@@ -169,15 +164,52 @@ export function releaseStatementOf({ finalRunInRow }: { finalRunInRow: boolean }
           attempts = CASE WHEN cur.outcome = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
           run_at = CASE WHEN cur.next_state = 'pending' AND cur.outcome = 'failed'
                         THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
-          worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,${finalRunInRow ? sql` last_worker_id = cur.worker_id,` : sql``}
+          worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
           exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
           finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
         FROM cur WHERE j.id = cur.id
         RETURNING j.id, j.state, j.runs, cur.worker_id AS released_by
       ), recorded AS (
         INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
-        SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur${finalRunInRow ? sql`
-        WHERE cur.outcome IS DISTINCT FROM cur.next_state` : sql``}
+        SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
       )
       SELECT * FROM released`;
-}
+
+/** skipjack_claim as 002 made it, frozen here for the down. */
+const claimFunction002 = sql`
+    -- A pull claim in one statement, for queues whose filters all run in SQL (the built-ins).
+    CREATE OR REPLACE FUNCTION skipjack_claim(p_worker uuid, p_max int, p_ttl_ms int)
+    RETURNS SETOF jobs LANGUAGE plpgsql AS $fn$
+    DECLARE
+      w workers;
+      c jobs;
+      free_cpu int; free_memory_mb int; free_disk_mb int; free_slots int;
+      ids bigint[] := '{}';
+      seen int := 0;
+    BEGIN
+      -- The row lock serializes one worker's claims, so two cannot both spend its free capacity.
+      SELECT * INTO w FROM workers WHERE id = p_worker FOR NO KEY UPDATE;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'worker % not found', p_worker USING ERRCODE = 'no_data_found';
+      END IF;
+      IF w.state <> 'active' THEN RETURN; END IF;
+      -- A statement after the lock: its snapshot holds every claim committed before ours.
+      SELECT w.cpu - l.cpu, w.memory_mb - l.memory_mb, w.disk_mb - l.disk_mb, w.slots - l.slots
+        INTO free_cpu, free_memory_mb, free_disk_mb, free_slots FROM skipjack_worker_load(w.id) AS l;
+      FOR c IN SELECT * FROM skipjack_candidates(w, w.queues, least(p_max, free_slots), free_cpu, free_memory_mb, free_disk_mb, true) LOOP
+        seen := seen + 1;
+        -- First fit in claim order: a job bigger than what is left is passed over, a smaller one after it is not.
+        CONTINUE WHEN cardinality(ids) >= least(p_max, free_slots)
+          OR c.need_cpu > free_cpu OR c.need_memory_mb > free_memory_mb OR c.need_disk_mb > free_disk_mb;
+        ids := ids || c.id;
+        free_cpu := free_cpu - c.need_cpu;
+        free_memory_mb := free_memory_mb - c.need_memory_mb;
+        free_disk_mb := free_disk_mb - c.need_disk_mb;
+      END LOOP;
+      IF cardinality(ids) = 0 THEN RETURN; END IF;
+      -- Rows locked and left behind free up at commit without a NOTIFY of their own; claimers that
+      -- skipped them would sleep as if nothing were there.
+      IF seen > cardinality(ids) THEN PERFORM pg_notify('skipjack_jobs', ''); END IF;
+      RETURN QUERY SELECT * FROM skipjack_start_leases(p_worker, ids, p_ttl_ms);
+    END $fn$;
+`;

@@ -1,5 +1,4 @@
 import { sql, type Kysely } from 'kysely';
-import { releaseStatement } from './003_lean_claim_and_release.js';
 
 // Plans made once per session, not on every call:
 // - a LANGUAGE sql function that is not inlined plans its body on every call (PostgreSQL 17 and
@@ -69,3 +68,35 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     LANGUAGE sql SET enable_seqscan = off AS $fn$ ${releaseStatement} $fn$;
   `.execute(db);
 }
+
+/** The release statement as 003 made it, frozen here. */
+const releaseStatement = sql`
+      WITH cur AS (
+        SELECT j.id, j.runs, j.worker_id, j.started_at, i.outcome, i.exit_code, i.signal, i.error, i.reason, CASE
+            WHEN i.outcome = 'succeeded' THEN 'succeeded'
+            WHEN i.outcome = 'cancelled' OR j.cancel_requested THEN 'cancelled'
+            WHEN i.outcome = 'requeue' THEN 'pending'
+            WHEN j.attempts < j.max_attempts THEN 'pending'
+            ELSE 'failed' END AS next_state,
+          -- the backoff doubles per attempt, capped at an hour; jitter takes 0-50% off it
+          least(j.retry_backoff_seconds * power(2, greatest(j.attempts - 1, 0)), 3600) * (1 - random() / 2) AS backoff
+        FROM unnest(p_ids, p_tokens, p_outcomes, p_exit_codes, p_signals, p_errors, p_reasons) AS i(id, token, outcome, exit_code, signal, error, reason)
+        -- A token is set only while the job runs (a CHECK): the token match is the state test.
+        JOIN jobs j ON j.id = i.id AND j.lease_token = i.token
+        FOR UPDATE OF j
+      ), released AS (
+        UPDATE jobs j SET
+          state = cur.next_state,
+          attempts = CASE WHEN cur.outcome = 'requeue' THEN j.attempts - 1 ELSE j.attempts END,
+          run_at = CASE WHEN cur.next_state = 'pending' AND cur.outcome = 'failed'
+                        THEN now() + cur.backoff * interval '1 second' ELSE j.run_at END,
+          worker_id = NULL, lease_token = NULL, lease_expires_at = NULL,
+          exit_code = cur.exit_code, signal = cur.signal, error = cur.error, end_reason = cur.reason,
+          finished_at = CASE WHEN cur.next_state = 'pending' THEN NULL ELSE now() END
+        FROM cur WHERE j.id = cur.id
+        RETURNING j.id, j.state, j.runs, cur.worker_id AS released_by
+      ), recorded AS (
+        INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, exit_code, signal, error, end_reason)
+        SELECT id, runs, worker_id, started_at, now(), outcome, exit_code, signal, error, reason FROM cur
+      )
+      SELECT * FROM released`;

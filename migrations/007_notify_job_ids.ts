@@ -1,5 +1,4 @@
 import { sql, type Kysely } from 'kysely';
-import { notifyTriggers } from './001_initial.js';
 
 // A job NOTIFY names its job when it stands for one. A server with long-polls asleep asks, before
 // waking them, whether the NOTIFY's job is still pending; it asked whether any job of the queue
@@ -10,8 +9,8 @@ import { notifyTriggers } from './001_initial.js';
 //   the payload names the job when the group holds one: "queue dueMs id".
 // - A job back to pending (a retry, a requeue) names its job: such updates come a few at a time.
 
-/** The insert trigger's function as this migration made it (012 changes it, and undone, puts this back). */
-export const notifyInsertedFunction = sql`
+/** The insert trigger's function as this migration made it (012 changes it; its down puts a frozen copy back). */
+const notifyInsertedFunction = sql`
     CREATE OR REPLACE FUNCTION skipjack_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       PERFORM pg_notify('skipjack_jobs', g.queue || ' ' || g.due_ms || CASE WHEN g.n = 1 THEN ' ' || g.id ELSE '' END)
@@ -49,3 +48,15 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     ${notifyTriggers}
   `.execute(db);
 }
+
+/** The triggers as 001 made them, frozen here for the down. */
+const notifyTriggers = sql`
+    CREATE FUNCTION skipjack_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('skipjack_jobs', NEW.queue || ' ' || floor(extract(epoch FROM NEW.run_at) * 1000)::bigint::text);
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobs
+      FOR EACH ROW WHEN (NEW.state = 'pending') EXECUTE FUNCTION skipjack_notify_pending();
+    CREATE TRIGGER jobs_notify_update AFTER UPDATE OF state ON jobs
+      FOR EACH ROW WHEN (NEW.state = 'pending' AND OLD.state <> 'pending') EXECUTE FUNCTION skipjack_notify_pending();`;

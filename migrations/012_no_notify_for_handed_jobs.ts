@@ -1,5 +1,4 @@
 import { sql, type Kysely } from 'kysely';
-import { notifyInsertedFunction } from './007_notify_job_ids.js';
 
 // A job an enqueue hands to a sleeping long-poll sends no NOTIFY. The claim in the insert's own
 // statement has taken it, so nobody needs to hear of it; yet its NOTIFY woke PostgreSQL's
@@ -29,3 +28,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await notifyInsertedFunction.execute(db);
 }
+
+/** The insert trigger's function as 007 made it, frozen here for the down. */
+const notifyInsertedFunction = sql`
+    CREATE OR REPLACE FUNCTION skipjack_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('skipjack_jobs', g.queue || ' ' || g.due_ms || CASE WHEN g.n = 1 THEN ' ' || g.id ELSE '' END)
+      FROM (SELECT queue, floor(extract(epoch FROM run_at) * 1000)::bigint AS due_ms, count(*) AS n, min(id) AS id
+            FROM inserted WHERE state = 'pending' GROUP BY 1, 2) AS g;
+      RETURN NULL;
+    END $$;`;

@@ -13,6 +13,7 @@ import * as m010 from './010_release_without_row_lock.js';
 import * as m011 from './011_worker_drain_kept.js';
 import * as m012 from './012_no_notify_for_handed_jobs.js';
 import * as m013 from './013_start_new_job_at_insert.js';
+import * as m014 from './014_live_sql_record.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '011_worker_drain_kept': m011,
   '012_no_notify_for_handed_jobs': m012,
   '013_start_new_job_at_insert': m013,
+  '014_live_sql_record': m014,
 };

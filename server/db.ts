@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, type Generated, type ColumnType, type Selectable } from 'kysely';
 import { migrations } from '../migrations/index.js';
+import { installLiveSql } from './sql/index.js';
 
 // int8 ids and counts fit in a JS number for any realistic job table.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -120,9 +121,12 @@ export function createDb(connectionString: string, poolSize = 10): { db: Db; poo
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
+/** The versioned migrations, then the live SQL of server/sql/ (which a migration may have replaced). */
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  const ran = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  await installLiveSql(db, { force: ran.length > 0 });
+  return ran;
 }

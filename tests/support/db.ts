@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createDb, type Db } from '../../server/db.js';
 import { withDatabase } from './ports.js';
+import { checkTransitions } from './state-machine.js';
 
 export interface TestDatabase {
   url: string;
@@ -20,9 +21,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     url,
     db,
+    /** Drops the database, after checking that each state change it saw is in docs/state-machine.md. */
     async drop() {
-      await db.destroy();
-      await admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      try {
+        await checkTransitions(db);
+      } finally {
+        await db.destroy();
+        await admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      }
     },
   };
 }

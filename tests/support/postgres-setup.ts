@@ -7,6 +7,7 @@ import pg from 'pg';
 import { createDb, migrateToLatest } from '../../server/db.js';
 import { startEmbeddedPostgres } from '../../server/embedded-postgres.js';
 import { freePort, withDatabase } from './ports.js';
+import { installTransitionRecorder } from './state-machine.js';
 
 export const TEMPLATE_DB = `skipjack_template_${process.pid}`;
 
@@ -26,6 +27,7 @@ export default async function globalSetup(): Promise<void> {
   const templateUrl = withDatabase(adminUrl, TEMPLATE_DB);
   const { db } = createDb(templateUrl, 1);
   await migrateToLatest(db);
+  await installTransitionRecorder(db);
   await db.destroy();
   process.env.SKIPJACK_TEST_ADMIN_URL = adminUrl;
   process.env.SKIPJACK_TEST_TEMPLATE_DB = TEMPLATE_DB;
