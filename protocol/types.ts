@@ -1,5 +1,4 @@
 // The wire API's response shapes.
-import type { Verdict } from '../placement/types.js';
 import type { EndReason, JobState } from './schemas.js';
 
 export interface JobView {
@@ -101,5 +100,19 @@ export interface PlacementExplanation {
   summary: string;
   /** The worker central scheduling would pick now (in pull mode: the best-ranked that fits). */
   bestWorkerId: string | null;
-  verdicts: Verdict[];
+  verdicts: PlacementVerdict[];
+}
+
+/** One worker's verdict on the job: why it was rejected, or how it scored (placement's Verdict, as sent). */
+export interface PlacementVerdict {
+  workerId: string;
+  workerName: string;
+  fits: boolean;
+  /** The first filter that rejected the worker. */
+  filter?: string;
+  reason?: string;
+  /** Each ranker's score, 0..100, by ranker name. */
+  scores?: Record<string, number>;
+  /** Weighted mean of the scores, 0..100. */
+  total?: number;
 }

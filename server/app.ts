@@ -6,6 +6,7 @@ import { authenticate } from './auth.js';
 import { HttpError } from './errors.js';
 import { plainJsonBody } from './json-body.js';
 import { openApiDocument } from './openapi.js';
+import { claimRoutes } from './routes/claims.js';
 import { jobRoutes } from './routes/jobs.js';
 import { leaseRoutes } from './routes/leases.js';
 import { workerRoutes } from './routes/workers.js';
@@ -22,6 +23,8 @@ export function createApp(ctx: AppContext) {
   app.use(plainJsonBody(BODY_LIMIT_BYTES));
   app.use(express.json({ limit: BODY_LIMIT_BYTES }));
   app.use(refuseOtherBodies);
+  // Before the job routes: GET /jobs is the poll when it names a worker, else the job list.
+  app.use(claimRoutes(ctx));
   app.use(jobRoutes(ctx));
   app.use(workerRoutes(ctx));
   app.use(leaseRoutes(ctx));

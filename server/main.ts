@@ -1,4 +1,8 @@
 // Starts one server: migrations, the LISTEN hub, background loops and HTTP.
+// Layers, each importing only those below it: app.ts → routes/ (HTTP; releases.ts is what two
+// route files share) → long-poll/ (waiting in this process) → store/ (SQL of the API's
+// operations) → placement/ (settings, worker capacity, the central scheduler) → db.ts.
+// loops/ (leader-only ticks) sits beside routes/; context.ts only names the types they all get.
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -8,16 +12,16 @@ import type { ServerConfig } from './config.js';
 import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { NotifyHub } from './notify.js';
+import { NotifyHub } from './long-poll/notify-hub.js';
 import { scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { deleteExpiredJobs } from './store/reaper.js';
 import { reaperTick } from './loops/reaper-tick.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
-import { MicroBatcher } from './micro-batcher.js';
-import { IdleClaims } from './idle-claims.js';
-import { SleepingClaims } from './sleeping-claims.js';
-import { WaitingPolls } from './waiting-polls.js';
+import { MicroBatcher } from './long-poll/micro-batcher.js';
+import { IdleClaims } from './long-poll/idle-claims.js';
+import { SleepingClaims } from './long-poll/sleeping-claims.js';
+import { WaitingPolls } from './long-poll/waiting-polls.js';
 import { PreparedStatements } from './store/prepared.js';
 import { KnownWorkers } from './placement/workers.js';
 import { startDueWakeups } from './loops/due-wakeups.js';

@@ -3,7 +3,7 @@
 // waiting when it started or reconnected, one due time at a time.
 import { sql } from 'kysely';
 import type { Db } from '../db.js';
-import type { NotifyHub } from '../notify.js';
+import type { NotifyHub } from '../long-poll/notify-hub.js';
 
 export function startDueWakeups(db: Db, hub: NotifyHub): { stop(): void } {
   let stopped = false;

@@ -1,18 +1,26 @@
 // The explained "no": why a job cannot run anywhere, or why it is still waiting.
 import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob } from '../../placement/index.js';
 import type { PlacementExplanation } from '../../protocol/types.js';
-import type { AppContext } from '../context.js';
-import type { JobRow } from '../db.js';
+import type { Db, JobRow } from '../db.js';
 import { toPlacementJob } from './rows.js';
-import { liveWorkers } from './workers.js';
+import type { PlacementSettings } from './settings.js';
+import { liveWorkers, type KnownWorkers } from './workers.js';
+
+/** What an explanation reads, of the server's context (AppContext has it all). */
+export interface ExplainContext {
+  db: Db;
+  config: { workerGoneAfterMs: number };
+  placement: PlacementSettings;
+  knownWorkers: KnownWorkers;
+}
 
 /** The job run through its queue's pipeline against the live workers, as of now. */
-async function placeNow(ctx: AppContext, job: JobRow) {
+async function placeNow(ctx: ExplainContext, job: JobRow) {
   const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
   return { workers, result: place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } }) };
 }
 
-export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<PlacementExplanation> {
+export async function explainPlacement(ctx: ExplainContext, job: JobRow): Promise<PlacementExplanation> {
   const { workers, result } = await placeNow(ctx, job);
   return {
     jobId: job.id,
@@ -29,7 +37,7 @@ export async function explainPlacement(ctx: AppContext, job: JobRow): Promise<Pl
  * run it even when idle; or, when no known worker serves its queue at all, `waiting`, which says
  * so (a wait, not a "no": its workers may be on their way).
  */
-export async function enqueueVerdicts(ctx: AppContext, jobs: PlacementJob[]): Promise<{ refused: string | null; waiting: string | null }[]> {
+export async function enqueueVerdicts(ctx: ExplainContext, jobs: PlacementJob[]): Promise<{ refused: string | null; waiting: string | null }[]> {
   const known = await ctx.knownWorkers.get();
   const now = Date.now();
   return jobs.map((job) => {
@@ -43,7 +51,7 @@ export async function enqueueVerdicts(ctx: AppContext, jobs: PlacementJob[]): Pr
 }
 
 /** What a pending job is waiting for, in words, computed when asked. */
-export async function waitingReason(ctx: AppContext, job: JobRow): Promise<string | null> {
+export async function waitingReason(ctx: ExplainContext, job: JobRow): Promise<string | null> {
   if (job.state !== 'pending') return null;
   if (new Date(job.run_at).getTime() > Date.now()) return `not due until ${new Date(job.run_at).toISOString()}`;
   const { workers, result } = await placeNow(ctx, job);

@@ -1,7 +1,9 @@
 // Database rows as the placement plugins see them.
 import type { PlacementJob, PlacementWorker, LabelPreference, JobConstraints } from '../../placement/index.js';
 import type { JobRow, WorkerRow } from '../db.js';
-import type { Allocation } from '../store/workers.js';
+
+/** What the jobs a worker holds (running or assigned) use: its `allocated` capacity. */
+export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
 
 export type PlacementJobRow = Pick<JobRow, 'id' | 'queue' | 'priority' | 'created_at' | 'constraints' | 'preferences'>;
 

@@ -4,9 +4,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import { allocate, compareJobs, place, type PlacementWorker } from '../../placement/index.js';
 import type { Db, WorkerRow } from '../db.js';
-import { allocations } from '../store/workers.js';
 import { toPlacementJob, toPlacementWorker, type PlacementJobRow } from './rows.js';
-import { liveWorkers } from './workers.js';
+import { allocations, liveWorkers } from './workers.js';
 import type { PlacementSettings } from './settings.js';
 
 export interface ScheduleResult {

@@ -2,8 +2,18 @@
 import { sql } from 'kysely';
 import type { PlacementWorker } from '../../placement/index.js';
 import type { Db, WorkerRow } from '../db.js';
-import { allocations } from '../store/workers.js';
-import { toPlacementWorker } from './rows.js';
+import { toPlacementWorker, type Allocation } from './rows.js';
+
+/** What the jobs a worker holds use; capacity accounting derives from jobs, never from a counter. */
+export async function allocations(db: Db, workerIds: string[]): Promise<Map<string, Allocation>> {
+  if (workerIds.length === 0) return new Map();
+  const rows = (await sql<{ worker_id: string; cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
+    SELECT worker_id, sum(need_cpu)::int AS cpu, sum(need_memory_mb)::int AS memory_mb,
+           sum(need_disk_mb)::int AS disk_mb, count(*)::int AS slots
+    FROM jobs WHERE worker_id = ANY(${workerIds}::uuid[]) AND state IN ('running', 'assigned')
+    GROUP BY worker_id`.execute(db)).rows;
+  return new Map(rows.map((r) => [r.worker_id, { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots }]));
+}
 
 /** Workers heard from within `windowMs`: live ones, and ones that may be restarting. */
 export async function workersSeenWithin(db: Db, windowMs: number): Promise<PlacementWorker[]> {

@@ -1,9 +1,9 @@
 // Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
 import { Router, type Response } from 'express';
 import pg from 'pg';
-import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, availableQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
+import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
-import { availableJobs, claimsInOneStatement, insertThenClaim } from '../store/claims.js';
+import { claimsInOneStatement, insertThenClaim } from '../store/claims.js';
 import type { ClaimRow, JobRow } from '../db.js';
 import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView } from '../store/job-view.js';
@@ -51,12 +51,8 @@ export function jobRoutes(ctx: AppContext): Router {
     res.status(status).json(view(results[0], 0));
   });
 
+  // The list; GET /jobs?available&worker=ID, the poll, is a claim route (routes/claims.ts).
   r.get('/jobs', async (req, res) => {
-    if ('available' in req.query || 'worker' in req.query) {
-      const q = parse(availableQuerySchema, req.query, 'query');
-      const jobs = await availableJobs(ctx.db, ctx.placement, q.worker, q.limit);
-      return void res.json({ jobs: jobs.map(toJobView) });
-    }
     const q = parse(listJobsQuerySchema, req.query, 'query');
     const page = await listJobs(ctx.db, q);
     res.json({ jobs: page.jobs.map(toJobView), nextCursor: page.nextCursor });

@@ -2,11 +2,12 @@
 import { Router } from 'express';
 import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema, restartSchema } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
+import { answerReleases, release } from '../releases.js';
 import type { Db } from '../db.js';
 import { staleLease } from '../errors.js';
 import { toJobView } from '../store/job-view.js';
 import { getJob } from '../store/jobs.js';
-import { appendLogs, heartbeatJob, recordRestart, releaseJobs, type ReleasedRun, type ReleaseRequest } from '../store/leases.js';
+import { appendLogs, heartbeatJob, recordRestart, releaseJobs } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
 export function leaseRoutes(ctx: AppContext): Router {
@@ -53,26 +54,4 @@ export function leaseRoutes(ctx: AppContext): Router {
   });
 
   return r;
-}
-
-/** Releases many runs in one statement and answers each; shared by /releases and /claims. */
-export async function release(ctx: AppContext, releases: ReleaseRequest[]) {
-  return answerReleases(ctx, releases, await releaseJobs(ctx.db, releases));
-}
-
-export function answerReleases(ctx: AppContext, releases: ReleaseRequest[], done: Map<number, ReleasedRun>) {
-  return releases.map(({ jobId, outcome, exitCode, signal }) => {
-    const job = done.get(jobId);
-    if (!job) {
-      ctx.metrics.staleLease.inc();
-      ctx.log.warn({ jobId }, 'release refused: stale lease token');
-      const e = staleLease(jobId);
-      return { jobId, ok: false as const, error: e.code, message: e.message };
-    }
-    ctx.metrics.released.inc({ outcome });
-    // Its worker has room again: its next claim must look, even if nothing new was enqueued.
-    ctx.idleClaims.forget(job.released_by);
-    ctx.log.info({ jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal }, 'job released');
-    return { jobId, ok: true as const, state: job.state };
-  });
 }

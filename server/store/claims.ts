@@ -5,10 +5,9 @@ import { sql, type CompiledQuery, type RawBuilder, type Transaction } from 'kyse
 import { firstFailure, rankJobsForWorker, type PlacementJob } from '../../placement/index.js';
 import type { ClaimRow, Database, Db, JobRow, WorkerRow } from '../db.js';
 import { notFound, HttpError, unknownWorker } from '../errors.js';
-import { toPlacementJob, toPlacementWorker } from '../placement/rows.js';
+import { toPlacementJob, toPlacementWorker, type Allocation } from '../placement/rows.js';
 import { hasCentralQueues, type PlacementSettings } from '../placement/settings.js';
 import { releaseArgs, type ReleasedRun, type ReleaseRequest } from './leases.js';
-import type { Allocation } from './workers.js';
 import { insertStatement, type InsertRow } from './jobs.js';
 import type { PreparedStatements } from './prepared.js';
 

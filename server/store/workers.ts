@@ -4,11 +4,12 @@ import type { z } from 'zod';
 import type { registerWorkerSchema } from '../../protocol/schemas.js';
 import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
 import { claimColumns, type ClaimRow, type Database, type Db, type WorkerRow } from '../db.js';
+import { allocations } from '../placement/workers.js';
+import type { Allocation } from '../placement/rows.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { HttpError, notFound } from '../errors.js';
 
 type Registration = z.output<typeof registerWorkerSchema>;
-export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
 
 export async function registerWorker(db: Db, w: Registration, keySha256: string): Promise<WorkerRow> {
   return (await db
@@ -139,17 +140,6 @@ export async function heldJobs(db: Db, workerId: string): Promise<ClaimRow[]> {
   return (await db.selectFrom('jobs')
     .select(claimColumns)
     .where('worker_id', '=', workerId).where('state', '=', 'running').orderBy('id').execute()) as ClaimRow[];
-}
-
-/** What the jobs a worker holds use; capacity accounting derives from jobs, never from a counter. */
-export async function allocations(db: Db, workerIds: string[]): Promise<Map<string, Allocation>> {
-  if (workerIds.length === 0) return new Map();
-  const rows = (await sql<{ worker_id: string; cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
-    SELECT worker_id, sum(need_cpu)::int AS cpu, sum(need_memory_mb)::int AS memory_mb,
-           sum(need_disk_mb)::int AS disk_mb, count(*)::int AS slots
-    FROM jobs WHERE worker_id = ANY(${workerIds}::uuid[]) AND state IN ('running', 'assigned')
-    GROUP BY worker_id`.execute(db)).rows;
-  return new Map(rows.map((r) => [r.worker_id, { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots }]));
 }
 
 export async function listWorkers(db: Db, includeGone = false): Promise<WorkerView[]> {

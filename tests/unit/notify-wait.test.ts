@@ -1,7 +1,7 @@
 // The notify hub's waits: woken by a NOTIFY, or ended by any of the signals they are given.
 import { getEventListeners } from 'node:events';
 import pino from 'pino';
-import { NotifyHub } from '../../server/notify.js';
+import { NotifyHub } from '../../server/long-poll/notify-hub.js';
 
 // Waits never touch the database: the hub is not started.
 const newHub = () => new NotifyHub('postgres://127.0.0.1:1/unused', pino({ level: 'silent' }));

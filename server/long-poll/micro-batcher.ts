@@ -1,5 +1,6 @@
 // Gathers calls that arrive within a short window and runs them as one batch, so many callers
-// cost the database one statement instead of one each.
+// cost the database one statement instead of one each. The server gathers the workers'
+// heartbeats with it (main.ts); a held heartbeat then waits in cancel-or-drain.ts.
 export class MicroBatcher<In, Out> {
   private pending: { input: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | null = null;

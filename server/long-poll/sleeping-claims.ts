@@ -1,7 +1,7 @@
 // Long-polls asleep in this server process, so that an enqueue can hand its new jobs straight to
 // one: the insert and that worker's claim commit together. On its way to a worker that waits for
 // it, the job then waits neither for the NOTIFY nor for a second transaction and its WAL flush.
-import type { ClaimRow } from './db.js';
+import type { ClaimRow } from '../db.js';
 
 /** The reason a taken claim's long-poll is woken with: abort() alone would build a DOMException, stack and all. */
 const TAKEN = 'taken by an enqueue';
