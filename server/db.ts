@@ -114,15 +114,15 @@ export const claimColumns = ['id', 'queue', 'command', 'env', 'secret_env', 'cwd
   'kill_grace_seconds', 'output_cap_bytes', 'restart', 'lease_token', 'runs'] as const;
 export type ClaimRow = Pick<JobRow, (typeof claimColumns)[number]>;
 
-export function createDb(connectionString: string, poolSize = 10): { db: Db; pool: pg.Pool } {
-  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: 'skipjack' });
+export function createDb(connectionString: string, poolSize = 10, applicationName = 'skipjack'): { db: Db; pool: pg.Pool } {
+  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: applicationName });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
 /** The versioned migrations, then the live SQL of server/sql/ (which a migration may have replaced). */
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));

@@ -38,7 +38,7 @@ function liveSqlChecksum(): string {
  * under an advisory lock, so replicas starting together install it once; CREATE OR REPLACE
  * TRIGGER locks the jobs table briefly, which is why an unchanged text installs nothing.
  */
-export async function installLiveSql(db: Kysely<any>, { force = false } = {}): Promise<boolean> {
+export async function installLiveSql<DB>(db: Kysely<DB>, { force = false } = {}): Promise<boolean> {
   const checksum = liveSqlChecksum();
   return db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext('skipjack_live_sql'))`.execute(trx);

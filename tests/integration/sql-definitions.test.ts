@@ -3,7 +3,7 @@
 // SQL uses (region-keys.sql) is the one placement/ uses.
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type QueryExecutorProvider } from 'kysely';
 import pg from 'pg';
 import { regionFilter } from '../../placement/index.js';
 import { makeJob, makeWorker } from '../../placement/fixtures.js';
@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 /** Every definition the server relies on, by name: skipjack functions, the jobs triggers, the views. */
-async function liveDefinitions(conn: Kysely<any>): Promise<Map<string, string>> {
+async function liveDefinitions(conn: QueryExecutorProvider): Promise<Map<string, string>> {
   const { rows } = await sql<{ name: string; def: string }>`
     SELECT p.oid::regprocedure::text AS name, pg_get_functiondef(p.oid) AS def
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
