@@ -73,7 +73,7 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
     },
   });
   const pool = benchPool(connectionString, 1);
-  let end = 0;
+  let end: number;
   try {
     await pollUntil('graphile: drain', () => {
       progress.update(handled);

@@ -46,7 +46,7 @@ export function readPlacementSpec(source: string | undefined): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new Error(`SKIPJACK_PLACEMENT: not valid JSON (${(err as Error).message})`);
+    throw new Error(`SKIPJACK_PLACEMENT: not valid JSON (${(err as Error).message})`, { cause: err });
   }
 }
 

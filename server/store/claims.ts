@@ -116,14 +116,14 @@ function insertThenClaimCtes(insert: RawBuilder<unknown> | ReturnType<typeof ins
     SELECT ins.*, handed.handed FROM handed LEFT JOIN ins ON true`;
 }
 
-/** One job's insert, as running on the worker where `can.start`, set as skipjack_claim sets a job it starts. */
+/** One job's insert, as running on the worker where `can.start`, set as server/sql/claim.sql sets a job it starts. */
 function insertStartedIfItCan(row: InsertRow, workerId: unknown, leaseTtlMs: unknown) {
   const columns = (Object.keys(row) as (keyof InsertRow)[]).filter((c) => c !== 'placement_deadline_at');
   const ifStarted = (value: RawBuilder<unknown>, otherwise: RawBuilder<unknown> | unknown = null) => sql`CASE WHEN can.start THEN ${value} ELSE ${otherwise} END`;
   return sql`
     INSERT INTO jobs (${sql.join(columns.map((c) => sql.ref(c)))}, placement_deadline_at, state, worker_id, lease_token, lease_expires_at, started_at, attempts, runs)
     SELECT ${sql.join(columns.map((c) => sql`${row[c]}`))}, ${ifStarted(sql`NULL`, sql`${row.placement_deadline_at}::timestamptz`)},
-      ${ifStarted(sql`'running'`, sql`'pending'`)}, ${ifStarted(sql`${workerId}::uuid`)}, ${ifStarted(sql`gen_random_uuid()`)},
+      ${ifStarted(sql`'running'`, sql`'pending'`)}, ${ifStarted(sql`${workerId}::uuid`)}, ${ifStarted(sql`skipjack_new_lease_token()`)},
       ${ifStarted(sql`now() + ${leaseTtlMs}::int * interval '1 millisecond'`)}, ${ifStarted(sql`now()`)}, ${ifStarted(sql`1`, sql`0`)}, ${ifStarted(sql`1`, sql`0`)}
     FROM can
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

@@ -97,7 +97,7 @@ test(`the invariants hold through kill -9, lost requests and lost answers (seed 
   } catch (err) {
     const left = (await sql`SELECT id, state, worker_id, attempts, runs, lease_expires_at, cancel_requested, run_at, waiting_reason FROM jobs WHERE id = ANY(${ids}::bigint[]) AND state NOT IN ('succeeded', 'failed', 'cancelled')`.execute(t.tdb.db)).rows;
     const ws = (await sql`SELECT id, name, state, region, last_seen_at FROM workers`.execute(t.tdb.db)).rows;
-    throw new Error(`${(err as Error).message}; faults ${JSON.stringify(proxy.faults)}; not ended: ${JSON.stringify(left)}; workers: ${JSON.stringify(ws)}`);
+    throw new Error(`${(err as Error).message}; faults ${JSON.stringify(proxy.faults)}; not ended: ${JSON.stringify(left)}; workers: ${JSON.stringify(ws)}`, { cause: err });
   } finally {
     done = true;
     await sampling;

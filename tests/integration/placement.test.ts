@@ -253,8 +253,8 @@ describe('pull mode', () => {
     await t.client.enqueue({ command: ['true'], constraints: { resources: { cpu: 2000, memoryMb: 4000 } } });
     expect((await t.client.claim(busy.id, 1)).jobs).toHaveLength(1);
     const job = await t.client.enqueue({ command: ['true'], constraints: { region: 'mad', resources: { cpu: 1000, memoryMb: 2000 } } });
-    const explained = await t.client.request<any>('GET', `/jobs/${job.id}/placement`);
-    const byName = Object.fromEntries(explained.verdicts.map((v: any) => [v.workerName, v]));
+    const explained = await t.client.placement(job.id);
+    const byName = Object.fromEntries(explained.verdicts.map((v) => [v.workerName, v]));
     // least-allocated, busy: cpu (4000-3000)*100/4000 = 25, memory (8000-6000)*100/8000 = 25 → 25.
     // idle: cpu (4000-1000)*100/4000 = 75, memory (8000-2000)*100/8000 = 75 → 75. affinity: 0 (no preferences).
     // total = (1*score + 2*0) / 3.

@@ -9,6 +9,9 @@ import { startEmbeddedPostgres } from '../../server/embedded-postgres.js';
 import { freePort, withDatabase } from './ports.js';
 import { installTransitionRecorder } from './state-machine.js';
 
+/** The embedded PostgreSQL of this run, kept for the teardown (jest runs both in one process). */
+export type EmbeddedHolder = { __SKIPJACK_EMBEDDED__?: { embedded: { stop(): Promise<void> }; dataDir: string } };
+
 export const TEMPLATE_DB = `skipjack_template_${process.pid}`;
 
 export default async function globalSetup(): Promise<void> {
@@ -16,7 +19,7 @@ export default async function globalSetup(): Promise<void> {
   if (!adminUrl) {
     const dataDir = mkdtempSync(join(tmpdir(), 'skipjack-test-pg-'));
     const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' });
-    (globalThis as any).__SKIPJACK_EMBEDDED__ = { embedded, dataDir };
+    (globalThis as EmbeddedHolder).__SKIPJACK_EMBEDDED__ = { embedded, dataDir };
     adminUrl = embedded.url;
   }
   const admin = new pg.Client({ connectionString: adminUrl });

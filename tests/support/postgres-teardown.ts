@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import pg from 'pg';
+import type { EmbeddedHolder } from './postgres-setup.js';
 
 export default async function globalTeardown(): Promise<void> {
   const adminUrl = process.env.SKIPJACK_TEST_ADMIN_URL;
@@ -10,7 +11,7 @@ export default async function globalTeardown(): Promise<void> {
     await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {});
     await admin.end();
   }
-  const state = (globalThis as any).__SKIPJACK_EMBEDDED__;
+  const state = (globalThis as EmbeddedHolder).__SKIPJACK_EMBEDDED__;
   if (state) {
     await state.embedded.stop();
     rmSync(state.dataDir, { recursive: true, force: true });
