@@ -14,7 +14,15 @@ export default tseslint.config(
     languageOptions: { globals: globals.node },
     rules: {
       // `_name` marks a value taken on purpose and not used (a destructured rest, a callback's argument).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          caughtErrors: 'none',
+        },
+      ],
     },
   },
 );

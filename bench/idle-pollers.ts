@@ -32,7 +32,10 @@ async function poller(i: number, ready: () => void): Promise<void> {
         const { jobs } = await client.claim(w.id, 4, 30_000, stop.signal);
         claims++;
         // A job (the scenario's trickle) is done at once, as a noop executor would do it.
-        if (jobs.length > 0) await client.request('POST', '/releases', { releases: jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded', exitCode: 0 })) });
+        if (jobs.length > 0)
+          await client.request('POST', '/releases', {
+            releases: jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded', exitCode: 0 })),
+          });
       } catch {
         if (stop.signal.aborted) break;
         errors++;
@@ -49,16 +52,20 @@ async function heartbeatLoop(id: string, intervalMs: number, held: boolean): Pro
   while (!stop.signal.aborted) {
     const sent = Date.now();
     heartbeats++;
-    await client.workerHeartbeat(id, [], held ? intervalMs : 0, stop.signal).catch(() => { if (!stop.signal.aborted) errors++; });
+    await client.workerHeartbeat(id, [], held ? intervalMs : 0, stop.signal).catch(() => {
+      if (!stop.signal.aborted) errors++;
+    });
     const left = sent + intervalMs - Date.now();
     if (left > 0) await sleep(left, undefined, { signal: stop.signal }).catch(() => {});
   }
 }
 
 let registered = 0;
-const all = Array.from({ length: count }, (_, i) => poller(i, () => {
-  if (++registered === count) process.stdout.write(`ready ${count}\n`);
-}));
+const all = Array.from({ length: count }, (_, i) =>
+  poller(i, () => {
+    if (++registered === count) process.stdout.write(`ready ${count}\n`);
+  }),
+);
 process.on('SIGTERM', () => {
   stop.abort();
   process.stdout.write(`stats claims=${claims} heartbeats=${heartbeats} errors=${errors}\n`);

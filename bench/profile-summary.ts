@@ -2,8 +2,18 @@
 //   node --import tsx bench/profile-summary.ts FILE.cpuprofile [--top 25]
 import { readFileSync } from 'node:fs';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
 
 const files = process.argv.slice(2).filter((a) => !a.startsWith('--') && !/^\d+$/.test(a));
 const topIdx = process.argv.indexOf('--top');
@@ -30,7 +40,12 @@ for (const file of files) {
     const n = byId.get(id)!;
     const f = `${n.callFrame.functionName || '(anon)'} ${area(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
     fn.set(f, (fn.get(f) ?? 0) + us);
-    const a = n.callFrame.functionName === '(idle)' ? '(idle)' : n.callFrame.functionName === '(garbage collector)' ? '(gc)' : area(n.callFrame.url);
+    const a =
+      n.callFrame.functionName === '(idle)'
+        ? '(idle)'
+        : n.callFrame.functionName === '(garbage collector)'
+          ? '(gc)'
+          : area(n.callFrame.url);
     ar.set(a, (ar.get(a) ?? 0) + us);
   }
   const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;

@@ -61,7 +61,9 @@ try {
         notes: out.notes,
       });
       process.stdout.write(`\n${name}${opts.quick ? ' (quick)' : ''}\n${out.table}\n`);
-      const ratios = Object.entries(out.ratios).map(([k, v]) => `  ${k}: ${v ?? '-'}`).join('\n');
+      const ratios = Object.entries(out.ratios)
+        .map(([k, v]) => `  ${k}: ${v ?? '-'}`)
+        .join('\n');
       if (ratios) process.stdout.write(`ratios (Skipjack / other):\n${ratios}\n`);
       process.stdout.write(`-> ${file}\n`);
     } catch (err) {

@@ -42,5 +42,9 @@ if (process.argv.includes('--record-starts')) {
 
 await agent.start();
 process.stdout.write(`ready ${agent.workerId}\n`);
-await onStopSignals(log, () => agent.shutdown(), () => agent.stopAll());
+await onStopSignals(
+  log,
+  () => agent.shutdown(),
+  () => agent.stopAll(),
+);
 process.exit(0);

@@ -9,7 +9,10 @@ import { WorkerAgent } from '../worker/agent.js';
 import { onStopSignals } from './signals.js';
 import { DEFAULT_SERVER_URL } from './options.js';
 
-export async function runDev(opts: { slots: number; port?: number; placement?: 'pull' | 'central'; token?: string }, log: Logger): Promise<void> {
+export async function runDev(
+  opts: { slots: number; port?: number; placement?: 'pull' | 'central'; token?: string },
+  log: Logger,
+): Promise<void> {
   let embedded: EmbeddedDb | undefined;
   let databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -20,11 +23,19 @@ export async function runDev(opts: { slots: number; port?: number; placement?: '
     databaseUrl = embedded.url;
   }
   const config = configFromEnv(process.env, {
-    databaseUrl, ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.placement ? { placementMode: opts.placement } : {}),
+    databaseUrl,
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    ...(opts.placement ? { placementMode: opts.placement } : {}),
   });
   const server = await startServer(config, log);
   // With SKIPJACK_TOKENS set, the local worker needs a worker or admin token: --token or SKIPJACK_TOKEN.
-  const worker = new WorkerAgent({ serverUrl: server.url, name: 'local', capacity: { slots: opts.slots }, token: opts.token, log });
+  const worker = new WorkerAgent({
+    serverUrl: server.url,
+    name: 'local',
+    capacity: { slots: opts.slots },
+    token: opts.token,
+    log,
+  });
   await worker.start();
   process.stdout.write(
     `\nSkipjack is running at ${server.url} (dashboard: ${server.url}/)\n` +
@@ -32,7 +43,12 @@ export async function runDev(opts: { slots: number; port?: number; placement?: '
       `  curl -s -X POST ${server.url}/jobs -H 'content-type: application/json' -d '{"command":["sh","-c","echo hi"]}'\n` +
       `Ctrl-C drains the worker and stops; a second Ctrl-C stops running jobs at once.\n\n`,
   );
-  await onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
+  await onStopSignals(
+    log,
+    () => worker.shutdown(),
+    () => worker.stopAll(),
+    () => worker.giveUp(),
+  );
   await server.close();
   await embedded?.stop();
 }

@@ -29,9 +29,10 @@ export interface EnqueueFlags {
 
 export function toEnqueueJob(command: string[], f: EnqueueFlags): EnqueueJob {
   const resources = f.cpu || f.memory || f.disk ? { cpu: f.cpu, memoryMb: f.memory, diskMb: f.disk } : undefined;
-  const constraints = f.region || resources || f.label
-    ? { region: f.region && (f.region.length === 1 ? f.region[0] : f.region), resources, labels: f.label }
-    : undefined;
+  const constraints =
+    f.region || resources || f.label
+      ? { region: f.region && (f.region.length === 1 ? f.region[0] : f.region), resources, labels: f.label }
+      : undefined;
   return {
     command,
     queue: f.queue,
@@ -52,12 +53,22 @@ export function toEnqueueJob(command: string[], f: EnqueueFlags): EnqueueJob {
 
 /** The flag that set each field of the enqueue body (see toEnqueueJob), for the server's errors. */
 const FLAG_OF_FIELD: [field: string, flag: string][] = [
-  ['body.command', 'the command after --'], ['body.queue', '--queue'], ['body.priority', '--priority'],
-  ['body.env', '--env or --secret-env'], ['body.cwd', '--cwd'], ['body.timeoutSeconds', '--timeout'],
-  ['body.maxAttempts', '--max-attempts'], ['body.runAt', '--run-at'], ['body.idempotencyKey', '--idempotency-key'],
-  ['body.constraints.region', '--region'], ['body.constraints.resources.cpu', '--cpu'],
-  ['body.constraints.resources.memoryMb', '--memory'], ['body.constraints.resources.diskMb', '--disk'],
-  ['body.constraints.labels', '--label'], ['body.preferences', '--prefer'], ['body.placementDeadlineSeconds', '--wait-placement'],
+  ['body.command', 'the command after --'],
+  ['body.queue', '--queue'],
+  ['body.priority', '--priority'],
+  ['body.env', '--env or --secret-env'],
+  ['body.cwd', '--cwd'],
+  ['body.timeoutSeconds', '--timeout'],
+  ['body.maxAttempts', '--max-attempts'],
+  ['body.runAt', '--run-at'],
+  ['body.idempotencyKey', '--idempotency-key'],
+  ['body.constraints.region', '--region'],
+  ['body.constraints.resources.cpu', '--cpu'],
+  ['body.constraints.resources.memoryMb', '--memory'],
+  ['body.constraints.resources.diskMb', '--disk'],
+  ['body.constraints.labels', '--label'],
+  ['body.preferences', '--prefer'],
+  ['body.placementDeadlineSeconds', '--wait-placement'],
 ];
 
 /** A refused enqueue's message names body fields; say which flag set the one it names. */
@@ -89,10 +100,14 @@ export async function enqueue(client: SkipjackClient, command: string[], f: Enqu
 }
 
 /** Waits until the server places the job or fails it at its placement deadline. */
-async function waitForPlacement(client: SkipjackClient, id: number): Promise<{ ok: true } | { ok: false; why: string }> {
+async function waitForPlacement(
+  client: SkipjackClient,
+  id: number,
+): Promise<{ ok: true } | { ok: false; why: string }> {
   for (;;) {
     const job = await client.getJob(id);
-    if (job.state === 'failed' && job.endReason === 'unplaceable') return { ok: false, why: job.error ?? 'unplaceable' };
+    if (job.state === 'failed' && job.endReason === 'unplaceable')
+      return { ok: false, why: job.error ?? 'unplaceable' };
     if (job.state !== 'pending') return { ok: true };
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -109,7 +124,8 @@ export async function followLogs(client: SkipjackClient, id: number): Promise<vo
   for (;;) {
     try {
       const res = await client.raw('GET', `/jobs/${id}/logs?follow=1`, undefined, 7 * 86_400_000);
-      if (res.status >= 400) throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
+      if (res.status >= 400)
+        throw new ApiRequestError(res.status, await res.body.toArray().then((b) => Buffer.concat(b).toString()));
       let seen = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         const fresh = chunk.subarray(Math.max(0, printed - seen));
@@ -126,7 +142,11 @@ export async function followLogs(client: SkipjackClient, id: number): Promise<vo
 }
 
 export function describeEnd(job: JobView): string {
-  const how = job.signal ? `signal ${job.signal}` : job.exitCode !== null ? `exit code ${job.exitCode}` : job.endReason ?? '';
+  const how = job.signal
+    ? `signal ${job.signal}`
+    : job.exitCode !== null
+      ? `exit code ${job.exitCode}`
+      : (job.endReason ?? '');
   return `${job.state}${how ? ` (${how})` : ''}${job.error ? `: ${job.error}` : ''}`;
 }
 

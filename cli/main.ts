@@ -25,31 +25,46 @@ const client = () => {
 };
 const printJson = (v: unknown) => process.stdout.write(JSON.stringify(v, null, 2) + '\n');
 
-const placementOption = () => new Option('--placement <mode>', 'placement: pull (workers claim) or central (the server assigns); default $SKIPJACK_PLACEMENT or pull')
-  .choices(['pull', 'central']);
+const placementOption = () =>
+  new Option(
+    '--placement <mode>',
+    'placement: pull (workers claim) or central (the server assigns); default $SKIPJACK_PLACEMENT or pull',
+  ).choices(['pull', 'central']);
 
-program.command('dev')
+program
+  .command('dev')
   .description('run a server and one local worker (embedded PostgreSQL unless DATABASE_URL is set)')
   .option('--slots <n>', 'jobs the local worker runs at once', int, 4)
   .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
   .addOption(placementOption())
   .action(async (o) => (await import('./dev.js')).runDev({ ...o, token: program.opts().token }, log));
 
-program.command('server')
+program
+  .command('server')
   .description('run the API server and its background loops (needs DATABASE_URL)')
   .option('--port <port>', 'HTTP port (default $PORT or 7070)', int)
   .option('--host <host>', 'address to bind (default $HOST or 127.0.0.1)')
   .addOption(placementOption())
   .action(async (o) => {
-    const [{ configFromEnv }, { startServer }] = await Promise.all([import('../server/config.js'), import('../server/main.js')]);
+    const [{ configFromEnv }, { startServer }] = await Promise.all([
+      import('../server/config.js'),
+      import('../server/main.js'),
+    ]);
     const config = configFromEnv(process.env, {
-      ...(o.port !== undefined ? { port: o.port } : {}), ...(o.host ? { host: o.host } : {}), ...(o.placement ? { placementMode: o.placement } : {}),
+      ...(o.port !== undefined ? { port: o.port } : {}),
+      ...(o.host ? { host: o.host } : {}),
+      ...(o.placement ? { placementMode: o.placement } : {}),
     });
     const server = await startServer(config, log);
-    await onStopSignals(log, () => server.close(), () => process.exit(1));
+    await onStopSignals(
+      log,
+      () => server.close(),
+      () => process.exit(1),
+    );
   });
 
-program.command('worker')
+program
+  .command('worker')
   .description('run a worker agent that claims and runs jobs')
   .option('--name <name>', 'worker name (default: hostname)')
   .option('--region <region>', 'region this worker is in')
@@ -60,35 +75,68 @@ program.command('worker')
   .option('--slots <n>', 'jobs run at once', int, 4)
   .option('--queue <name>', 'queue to take jobs from (repeatable; default "default")', collect)
   .option('--allow <patterns>', 'executables jobs may run, e.g. /usr/bin/*,/opt/tools/** (default: any)', collect)
-  .addOption(new Option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued').argParser(duration).default(60, '60s'))
-  .option('--claim-gather-ms <ms>', 'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once; at most a quarter of the heartbeat interval)', int, 10)
-  .option('--no-spawn-helper', 'fork job processes from the worker itself instead of its small spawn helper process (slower)')
+  .addOption(
+    new Option('--drain-timeout <duration>', 'on SIGTERM, how long running jobs may finish before they are requeued')
+      .argParser(duration)
+      .default(60, '60s'),
+  )
+  .option(
+    '--claim-gather-ms <ms>',
+    'with jobs running, how long a freed slot may wait for others to free up, to claim for them together (0: claim at once; at most a quarter of the heartbeat interval)',
+    int,
+    10,
+  )
+  .option(
+    '--no-spawn-helper',
+    'fork job processes from the worker itself instead of its small spawn helper process (slower)',
+  )
   .action(async (o) => {
     const { server, token } = program.opts();
     const { WorkerAgent } = await import('../worker/agent.js');
     const worker = new WorkerAgent({
-      serverUrl: server, token, name: o.name, region: o.region, labels: o.label, queues: o.queue, allow: o.allow,
+      serverUrl: server,
+      token,
+      name: o.name,
+      region: o.region,
+      labels: o.label,
+      queues: o.queue,
+      allow: o.allow,
       capacity: { cpu: o.cpu, memoryMb: o.memory, diskMb: o.disk, slots: o.slots },
-      drainTimeoutMs: o.drainTimeout * 1000, claimGatherMs: Math.max(0, o.claimGatherMs), spawnHelper: o.spawnHelper, log,
+      drainTimeoutMs: o.drainTimeout * 1000,
+      claimGatherMs: Math.max(0, o.claimGatherMs),
+      spawnHelper: o.spawnHelper,
+      log,
     });
     // From the start: a stop while the worker registers (or waits for the server) is a stop too.
-    const stopped = onStopSignals(log, () => worker.shutdown(), () => worker.stopAll(), () => worker.giveUp());
+    const stopped = onStopSignals(
+      log,
+      () => worker.shutdown(),
+      () => worker.stopAll(),
+      () => worker.giveUp(),
+    );
     // A start cut short by that stop is no failure: the stop goes on as asked.
-    await worker.start().catch((err) => { if (worker.lifecycle === 'active') throw err; });
+    await worker.start().catch((err) => {
+      if (worker.lifecycle === 'active') throw err;
+    });
     await stopped;
   });
 
-program.command('migrate')
+program
+  .command('migrate')
   .description('apply database migrations (the server also does this when it starts)')
   .action(async () => {
-    const [{ configFromEnv }, { createDb, migrateToLatest }] = await Promise.all([import('../server/config.js'), import('../server/db.js')]);
+    const [{ configFromEnv }, { createDb, migrateToLatest }] = await Promise.all([
+      import('../server/config.js'),
+      import('../server/db.js'),
+    ]);
     const { db } = createDb(configFromEnv().databaseUrl || fail('DATABASE_URL is not set'));
     const applied = await migrateToLatest(db);
     await db.destroy();
     process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'already up to date\n');
   });
 
-program.command('enqueue')
+program
+  .command('enqueue')
   .description('enqueue a command: skipjack enqueue [options] -- CMD ARGS...')
   .argument('<command...>', 'the program and its arguments (no shell; use sh -c for one)')
   .option('-q, --queue <name>', 'queue')
@@ -107,21 +155,30 @@ program.command('enqueue')
   .option('--label <key=value>', 'hard constraint: worker label (repeatable)', keyValue)
   .option('--prefer <key=value>', 'soft preference for workers with this label (repeatable)', keyValue)
   .option('--allow-unplaceable', 'accept the job even if no known worker could ever run it')
-  .option('--wait-placement <duration>', 'fail (exit 3, with the reasons) unless the job is placed within this long', duration)
+  .option(
+    '--wait-placement <duration>',
+    'fail (exit 3, with the reasons) unless the job is placed within this long',
+    duration,
+  )
   .option('-w, --wait', 'wait for the job, stream its output, and exit with its exit code')
   .option('--json', 'print the whole job as JSON')
   .action(async (command: string[], o: EnqueueFlags) => {
     process.exitCode = await enqueue(client(), command, o);
   });
 
-program.command('status').description('show a job').argument('<id>', 'job id', int)
+program
+  .command('status')
+  .description('show a job')
+  .argument('<id>', 'job id', int)
   .action(async (id: number) => {
     const job = await client().getJob(id);
     printJson(job);
     process.stderr.write(`job ${id}: ${describeEnd(job)}\n`);
   });
 
-program.command('jobs').description('list jobs, newest first')
+program
+  .command('jobs')
+  .description('list jobs, newest first')
   .addOption(new Option('--state <state>', 'only jobs in this state').choices(jobStates))
   .option('--queue <name>', 'only jobs of this queue')
   .option('--limit <n>', 'at most this many, 1-1000', int, 50)
@@ -135,7 +192,10 @@ program.command('jobs').description('list jobs, newest first')
     if (page.nextCursor !== null) process.stderr.write(`more: skipjack jobs --before ${page.nextCursor}\n`);
   });
 
-program.command('why').alias('placement').description("why a job runs where it does, or waits: each live worker's verdict on it")
+program
+  .command('why')
+  .alias('placement')
+  .description("why a job runs where it does, or waits: each live worker's verdict on it")
   .argument('<id>', 'job id', int)
   .option('--json', 'print the verdicts as JSON')
   .action(async (id: number, o: { json?: boolean }) => {
@@ -144,20 +204,30 @@ program.command('why').alias('placement').description("why a job runs where it d
     else process.stdout.write(placementTable(placement));
   });
 
-program.command('logs').description("print a job's output").argument('<id>', 'job id', int)
+program
+  .command('logs')
+  .description("print a job's output")
+  .argument('<id>', 'job id', int)
   .option('-f, --follow', 'stream output until the job ends')
   .action(async (id: number, o: { follow?: boolean }) => {
     if (o.follow) await followLogs(client(), id);
     else process.stdout.write(await client().logs(id));
   });
 
-program.command('cancel').description('cancel a job (a running one is killed by its worker)').argument('<id>', 'job id', int)
+program
+  .command('cancel')
+  .description('cancel a job (a running one is killed by its worker)')
+  .argument('<id>', 'job id', int)
   .action(async (id: number) => {
     const job = await client().cancel(id);
-    process.stdout.write(job.state === 'cancelled' ? `job ${id} cancelled\n` : `job ${id}: cancel requested; its worker will stop it\n`);
+    process.stdout.write(
+      job.state === 'cancelled' ? `job ${id} cancelled\n` : `job ${id}: cancel requested; its worker will stop it\n`,
+    );
   });
 
-program.command('workers').description('list live workers: what each runs out of what it has')
+program
+  .command('workers')
+  .description('list live workers: what each runs out of what it has')
   .option('--json', 'print the workers as JSON')
   .action(async (o: { json?: boolean }) => {
     const { workers } = await client().workers();
@@ -166,24 +236,33 @@ program.command('workers').description('list live workers: what each runs out of
     else process.stdout.write(workerTable(workers));
   });
 
-program.command('drain').description('ask a worker to stop claiming and finish its jobs').argument('<worker-id>')
+program
+  .command('drain')
+  .description('ask a worker to stop claiming and finish its jobs')
+  .argument('<worker-id>')
   .action(async (id: string) => {
     await client().drain(id);
     process.stdout.write(`worker ${id} draining\n`);
   });
 
-program.command('deregister')
-  .description('take a worker out now, for good: its running jobs are taken back (recorded as lost) and it stops; prefer drain (with tokens set, needs an admin token)')
+program
+  .command('deregister')
+  .description(
+    'take a worker out now, for good: its running jobs are taken back (recorded as lost) and it stops; prefer drain (with tokens set, needs an admin token)',
+  )
   .argument('<worker-id>')
   .action(async (id: string) => {
     await client().deregister(id);
     process.stdout.write(`worker ${id} deregistered; its running jobs were taken back\n`);
   });
 
-program.command('simulate')
+program
+  .command('simulate')
   .description('simulate a workload under pull and central placement, with the same plugins as the server')
   .requiredOption('--workload <file>', 'workload JSON (see sim/examples/regions.json)')
-  .addOption(new Option('--mode <mode>', 'which placement to simulate').choices(['pull', 'central', 'both']).default('both'))
+  .addOption(
+    new Option('--mode <mode>', 'which placement to simulate').choices(['pull', 'central', 'both']).default('both'),
+  )
   .option('--json', 'print the results as JSON')
   .action(async (o: { workload: string; mode: 'pull' | 'central' | 'both'; json?: boolean }) => {
     const { runSimulation } = await import('./simulate.js');
@@ -196,10 +275,13 @@ function fail(message: string): never {
 }
 
 // The API's hints speak of its fields; here they are flags.
-const CLI_HINTS: Record<string, string> = { unplaceable: '--allow-unplaceable enqueues it anyway, to wait for such a worker' };
+const CLI_HINTS: Record<string, string> = {
+  unplaceable: '--allow-unplaceable enqueues it anyway, to wait for such a worker',
+};
 
 program.parseAsync().catch((err: unknown) => {
-  if (err instanceof ApiRequestError) fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
+  if (err instanceof ApiRequestError)
+    fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
   if (err instanceof UnreachableError || err instanceof NotTheApiError) fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);

@@ -11,7 +11,13 @@ export function keyValue(value: string, previous: Record<string, string> = {}): 
 }
 
 export function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((s) => s.trim()).filter(Boolean)];
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
 }
 
 export function int(value: string): number {

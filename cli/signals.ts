@@ -6,7 +6,12 @@ import type { Logger } from 'pino';
 // passes it on to its child as well. A repeat this soon is the same request, not a second one.
 const SAME_SIGNAL_MS = 1000;
 
-export function onStopSignals(log: Logger, graceful: () => Promise<void>, hurry: () => void, giveUp: () => void = hurry): Promise<void> {
+export function onStopSignals(
+  log: Logger,
+  graceful: () => Promise<void>,
+  hurry: () => void,
+  giveUp: () => void = hurry,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let received = 0;
     let lastAt = 0;

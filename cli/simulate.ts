@@ -32,7 +32,8 @@ function table(results: SimResult[]): string {
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   const lines = [`${''.padEnd(width)}  ${results.map((r) => r.mode.padStart(10)).join('  ')}`];
-  for (const [label, f] of rows) lines.push(`${label.padEnd(width)}  ${results.map((r) => String(f(r)).padStart(10)).join('  ')}`);
+  for (const [label, f] of rows)
+    lines.push(`${label.padEnd(width)}  ${results.map((r) => String(f(r)).padStart(10)).join('  ')}`);
   const reasons = Object.entries(results[0]?.unplaceable.reasons ?? {});
   if (reasons.length) lines.push('', 'refused, by job class:', ...reasons.map(([c, why]) => `  ${c}: ${why}`));
   return lines.join('\n') + '\n';

@@ -5,24 +5,50 @@ import type { JobView, PlacementExplanation, WorkerView } from '../protocol/type
 /** Columns padded to their widest cell; the last is left ragged. */
 function columns(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 const COMMAND_WIDTH = 60;
 
 /** One line per job: id, state, queue, attempts, how long ago it was enqueued, its command. */
 export function jobTable(jobs: JobView[], now = Date.now()): string {
-  const rows = jobs.map((j) => [String(j.id), j.state, j.queue, `${j.attempts}/${j.maxAttempts}`, ago(now - Date.parse(j.createdAt)), commandLine(j.command)]);
+  const rows = jobs.map((j) => [
+    String(j.id),
+    j.state,
+    j.queue,
+    `${j.attempts}/${j.maxAttempts}`,
+    ago(now - Date.parse(j.createdAt)),
+    commandLine(j.command),
+  ]);
   return columns([['ID', 'STATE', 'QUEUE', 'ATTEMPTS', 'ENQUEUED', 'COMMAND'], ...rows]);
 }
 
 /** One line per worker: what it runs out of what it has, where, and when it was last heard from. */
 export function workerTable(workers: WorkerView[], now = Date.now()): string {
   const rows = workers.map((w) => [
-    w.name, w.id, w.state, w.region ?? '-', `${w.allocated.slots}/${w.capacity.slots}`,
-    `${w.allocated.cpu}/${w.capacity.cpu}`, `${w.allocated.memoryMb}/${w.capacity.memoryMb}`, w.queues.join(','), ago(now - Date.parse(w.lastSeenAt)),
+    w.name,
+    w.id,
+    w.state,
+    w.region ?? '-',
+    `${w.allocated.slots}/${w.capacity.slots}`,
+    `${w.allocated.cpu}/${w.capacity.cpu}`,
+    `${w.allocated.memoryMb}/${w.capacity.memoryMb}`,
+    w.queues.join(','),
+    ago(now - Date.parse(w.lastSeenAt)),
   ]);
-  return columns([['NAME', 'ID', 'STATE', 'REGION', 'SLOTS', 'CPU (m)', 'MEMORY (MB)', 'QUEUES', 'LAST SEEN'], ...rows]);
+  return columns([
+    ['NAME', 'ID', 'STATE', 'REGION', 'SLOTS', 'CPU (m)', 'MEMORY (MB)', 'QUEUES', 'LAST SEEN'],
+    ...rows,
+  ]);
 }
 
 /** The summary, then each live worker: whether it fits, and why not or how well. */

@@ -46,7 +46,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       RETURN QUERY ${releaseStatement};
     END $fn$;
   `.execute(db);
-  for (const fn of hotFunctions) await sql`ALTER FUNCTION ${sql.raw(fn)} SET plan_cache_mode = force_generic_plan SET jit = off`.execute(db);
+  for (const fn of hotFunctions)
+    await sql`ALTER FUNCTION ${sql.raw(fn)} SET plan_cache_mode = force_generic_plan SET jit = off`.execute(db);
   for (const fn of transactionPathFunctions) await sql`ALTER FUNCTION ${sql.raw(fn)} SET jit = off`.execute(db);
   // Its generic plan must read the pending index in claim order, as every plan it has ever
   // wanted does; a bitmap scan would gather every claimable job to sort them (a test checks the

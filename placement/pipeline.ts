@@ -43,7 +43,11 @@ function weightedMean(rankers: readonly Ranker[], scores: readonly number[]): nu
   return rankers.reduce((sum, r, i) => sum + r.weight * scores[i]!, 0) / weightSum;
 }
 
-function judge(job: PlacementJob, worker: PlacementWorker, config: PlacementConfig & { ctx: PlacementContext }): Verdict {
+function judge(
+  job: PlacementJob,
+  worker: PlacementWorker,
+  config: PlacementConfig & { ctx: PlacementContext },
+): Verdict {
   const who = { workerId: worker.id, workerName: worker.name };
   const failure = firstFailure(job, worker, config.filters, config.ctx);
   if (failure) return { ...who, fits: false, ...failure };
@@ -82,7 +86,10 @@ function pickBest(
   if (fitting.length === 0) return null;
   const best = Math.max(...fitting.map((f) => f.total));
   // Sorted by id so the outcome does not depend on the order the workers were listed in.
-  const tied = fitting.filter((f) => best - f.total <= TIE_EPSILON).map((f) => f.worker).sort(byId);
+  const tied = fitting
+    .filter((f) => best - f.total <= TIE_EPSILON)
+    .map((f) => f.worker)
+    .sort(byId);
   if (!tieBreak) return tied[0]!;
   return tied[Math.floor(tieBreakRandom(tieBreak.seed, job)() * tied.length)]!;
 }

@@ -1,7 +1,15 @@
 // Plugins by name, so servers and queues configure placement with JSON. User plugins join through
 // registerPlugins; loading their module (a dynamic import) is the server's job, keeping this module pure.
 import { labelsFilter, regionFilter, resourcesFilter, workerActiveFilter } from './filters.js';
-import { affinity, binpack, leastAllocated, mostAllocated, readWeight, rejectUnknownOptions, spread } from './rankers.js';
+import {
+  affinity,
+  binpack,
+  leastAllocated,
+  mostAllocated,
+  readWeight,
+  rejectUnknownOptions,
+  spread,
+} from './rankers.js';
 import type { Filter, PlacementConfig, Ranker, RankerFactory, RankerOptions } from './types.js';
 
 export interface RankerSpec {
@@ -96,7 +104,10 @@ function buildRanker(spec: RankerSpec, registry: Registry): Ranker {
 /** Turns a JSON spec into filters and rankers; omitted parts take DEFAULT_PLACEMENT_SPEC. Throws on bad specs. */
 export function buildPlacementConfig(spec: PlacementSpec = {}, registry: Registry = builtinRegistry): PlacementConfig {
   const rankerSpecs = spec.rankers ?? DEFAULT_PLACEMENT_SPEC.rankers;
-  rejectDuplicates('ranker', rankerSpecs.map((r) => r.name));
+  rejectDuplicates(
+    'ranker',
+    rankerSpecs.map((r) => r.name),
+  );
   return {
     filters: buildFilters(spec.filters ?? DEFAULT_PLACEMENT_SPEC.filters, registry),
     rankers: rankerSpecs.map((r) => buildRanker(r, registry)),
@@ -163,7 +174,9 @@ function nameFactory(factory: RankerFactory, where: string): [string, RankerFact
 function pluginRanker(value: unknown, where: string): [string, RankerFactory] {
   if (typeof value === 'function') return nameFactory(value as RankerFactory, where);
   if (isRanker(value)) return [value.name, factoryFor(value)];
-  throw new Error(`${where}: expected a Ranker {name, weight, score()} or a factory function, got ${describeValue(value)}`);
+  throw new Error(
+    `${where}: expected a Ranker {name, weight, score()} or a factory function, got ${describeValue(value)}`,
+  );
 }
 
 function addUnique<T>(table: Record<string, T>, kind: string, name: string, value: T): void {
@@ -195,7 +208,8 @@ export function registerPlugins(moduleExports: unknown, registry: Registry = bui
   const filters = { ...registry.filters };
   const rankers = { ...registry.rankers };
   pluginFilters.forEach((value, i) => {
-    if (!isFilter(value)) throw new Error(`plugin filters[${i}]: expected {name, check()}, got ${describeValue(value)}`);
+    if (!isFilter(value))
+      throw new Error(`plugin filters[${i}]: expected {name, check()}, got ${describeValue(value)}`);
     addUnique(filters, 'filter', value.name, value);
   });
   pluginRankers.forEach((value, i) => {

@@ -6,12 +6,22 @@ import { z } from 'zod';
 // eslint-disable-next-line no-control-regex -- a NUL is exactly what this refuses (PostgreSQL text cannot hold one)
 const text = () => z.string().regex(/^[^\u0000]*$/, 'must not contain a NUL byte');
 const name = text().min(1).max(200);
-const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
-const signalName = z.string().refine((s) => s.startsWith('SIG') && s in constants.signals, 'must be a signal name such as SIGTERM');
+const int32 = z
+  .number()
+  .int()
+  .min(-(2 ** 31))
+  .max(2 ** 31 - 1);
+const signalName = z
+  .string()
+  .refine((s) => s.startsWith('SIG') && s in constants.signals, 'must be a signal name such as SIGTERM');
 /** A signal a process ended by, as a worker reports it. */
 const reportedSignal = text().max(20);
 // Stored as real: a positive value below its smallest normal (about 1e-38) fails in PostgreSQL.
-const seconds = (max: number) => z.number().max(max).refine((v) => v === 0 || v >= 0.001, 'must be 0 or at least 0.001');
+const seconds = (max: number) =>
+  z
+    .number()
+    .max(max)
+    .refine((v) => v === 0 || v >= 0.001, 'must be 0 or at least 0.001');
 const positiveSeconds = (max: number) => z.number().min(0.001).max(max);
 const queueName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a queue name is 1-64 of a-z 0-9 _ . -');
 /** A refinement naming each item whose key (where it has one) an earlier item already had. */
@@ -55,23 +65,37 @@ export const restartPolicySchema = z.strictObject({
 
 export const enqueueJobSchema = z.strictObject({
   command: z.array(text().max(100_000)).min(1, 'must name a program').max(10_000),
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000)).optional(),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000))
+    .optional(),
   secretEnv: z.array(text().max(200)).max(1000).optional(),
   cwd: text().min(1).max(4096).optional(),
   queue: queueName.default('default'),
   priority: z.number().int().min(-1000).max(1000).default(0),
-  runAt: z.iso.datetime({ offset: true }).refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999').optional(),
+  runAt: z.iso
+    .datetime({ offset: true })
+    .refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999')
+    .optional(),
   maxAttempts: z.number().int().min(1).max(100).default(3),
   retryBackoffSeconds: seconds(3600).default(2),
   timeoutSeconds: positiveSeconds(7 * 86_400).optional(),
   killSignal: signalName.optional(),
   killGraceSeconds: seconds(3600).optional(),
-  outputCapBytes: z.number().int().min(1024).max(1024 ** 3).optional(),
+  outputCapBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .optional(),
   idempotencyKey: text().min(1).max(200).optional(),
   constraints: constraintsSchema.optional(),
   preferences: z.array(preferenceSchema).max(20).optional(),
   restart: restartPolicySchema.optional(),
-  placementDeadlineSeconds: z.number().positive().max(30 * 86_400).optional(),
+  placementDeadlineSeconds: z
+    .number()
+    .positive()
+    .max(30 * 86_400)
+    .optional(),
   allowUnplaceable: z.boolean().optional(),
 });
 export type EnqueueJob = z.input<typeof enqueueJobSchema>;
@@ -79,8 +103,13 @@ export type EnqueueJobParsed = z.output<typeof enqueueJobSchema>;
 
 export const enqueueBatchSchema = z.strictObject({
   // A key twice in one batch would store the first job and answer it for the second.
-  jobs: z.array(enqueueJobSchema).min(1).max(10_000)
-    .superRefine(eachOnce((j) => j.idempotencyKey, 'idempotencyKey', 'this key is already used by another job of the batch')),
+  jobs: z
+    .array(enqueueJobSchema)
+    .min(1)
+    .max(10_000)
+    .superRefine(
+      eachOnce((j) => j.idempotencyKey, 'idempotencyKey', 'this key is already used by another job of the batch'),
+    ),
 });
 
 export const jobStates = ['pending', 'assigned', 'running', 'succeeded', 'failed', 'cancelled'] as const;
@@ -114,7 +143,12 @@ export const registerWorkerSchema = z.strictObject({
   labels: z.record(name, text().min(1).max(200)).default({}),
   capacity: capacitySchema.default({ cpu: 1000, memoryMb: 1024, diskMb: 10_240, slots: 4 }),
   // Each once: a queue named twice would be read twice by every claim.
-  queues: z.array(queueName).min(1).max(100).default(['default']).transform((qs) => [...new Set(qs)]),
+  queues: z
+    .array(queueName)
+    .min(1)
+    .max(100)
+    .default(['default'])
+    .transform((qs) => [...new Set(qs)]),
   version: text().max(100).optional(),
 });
 export type RegisterWorker = z.input<typeof registerWorkerSchema>;
@@ -126,7 +160,6 @@ export const workerHeartbeatSchema = z.strictObject({
   /** Hold the answer up to this long while there is nothing to say (no cancel, no drain); the server caps it. */
   waitMs: z.number().int().min(0).default(0),
 });
-
 
 export const claimOneSchema = z.strictObject({ workerId: z.uuid() });
 
@@ -144,7 +177,16 @@ export const appendLogsSchema = z.strictObject({
 });
 export type LogChunk = z.input<typeof logChunkSchema>;
 
-export const endReasons = ['exited', 'timed_out', 'cancelled', 'lost', 'spawn_failed', 'refused', 'crash_loop', 'unplaceable'] as const;
+export const endReasons = [
+  'exited',
+  'timed_out',
+  'cancelled',
+  'lost',
+  'spawn_failed',
+  'refused',
+  'crash_loop',
+  'unplaceable',
+] as const;
 export type EndReason = (typeof endReasons)[number];
 
 export const releaseSchema = z.strictObject({
@@ -177,8 +219,11 @@ export type ReleaseItem = z.input<typeof releaseItemSchema>;
 export const MAX_BATCH = 1000;
 
 /** Outcomes, each job once: a second would be answered as the first, and not applied. */
-const releaseItems = () => z.array(releaseItemSchema).max(MAX_BATCH)
-  .superRefine(eachOnce((r) => r.jobId, 'jobId', 'this job is already released by an earlier item'));
+const releaseItems = () =>
+  z
+    .array(releaseItemSchema)
+    .max(MAX_BATCH)
+    .superRefine(eachOnce((r) => r.jobId, 'jobId', 'this job is already released by an earlier item'));
 
 export const releaseBatchSchema = z.strictObject({
   releases: releaseItems().min(1),

@@ -47,7 +47,13 @@ export function createApp(ctx: AppContext) {
 function refuseOtherBodies(req: Request, _res: Response, next: NextFunction) {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   if (req.body !== undefined || !hasBody) return next();
-  next(new HttpError(415, 'unsupported_media_type', `content-type: ${req.get('content-type') ?? 'none given'}; the API reads application/json`));
+  next(
+    new HttpError(
+      415,
+      'unsupported_media_type',
+      `content-type: ${req.get('content-type') ?? 'none given'}; the API reads application/json`,
+    ),
+  );
 }
 
 function errorHandler(ctx: AppContext) {
@@ -60,7 +66,18 @@ function errorHandler(ctx: AppContext) {
 }
 
 // Connection refused or reset, PostgreSQL shutting down or starting up: the client should retry.
-const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+const UNAVAILABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 function databaseUnavailable(err: unknown): boolean {
   const code = (err as { code?: string })?.code;
   return typeof code === 'string' && UNAVAILABLE.has(code);
@@ -71,7 +88,11 @@ function databaseUnavailable(err: unknown): boolean {
 function notJsonObject(err: { body?: unknown; message: string }): HttpError {
   try {
     const value: unknown = JSON.parse(String(err.body));
-    return new HttpError(400, 'invalid_request', `body: expected a JSON object, got ${value === null ? 'null' : typeof value}`);
+    return new HttpError(
+      400,
+      'invalid_request',
+      `body: expected a JSON object, got ${value === null ? 'null' : typeof value}`,
+    );
   } catch {
     return new HttpError(400, 'invalid_json', `body: not valid JSON (${err.message})`);
   }
@@ -83,7 +104,9 @@ function toHttpError(err: unknown): HttpError {
   const e = err as { status?: number; type?: string; message?: string };
   if (e?.type === 'entity.parse.failed') return notJsonObject(err as { body?: unknown; message: string });
   if (e?.type === 'entity.too.large') return new HttpError(413, 'too_large', 'body: larger than the 32 MB limit');
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
-  if (databaseUnavailable(err)) return new HttpError(503, 'database_unavailable', 'the database cannot be reached; retry shortly');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500)
+    return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
+  if (databaseUnavailable(err))
+    return new HttpError(503, 'database_unavailable', 'the database cannot be reached; retry shortly');
   return new HttpError(500, 'internal', 'internal error; the server log has the details');
 }

@@ -33,11 +33,17 @@ export interface TokenTable {
 /** "admin:TOKEN,worker:TOKEN,enqueue:TOKEN" (SKIPJACK_TOKENS); a scope may appear more than once. */
 export function parseTokens(spec: string | undefined): TokenTable {
   const byHash = new Map<string, Scope>();
-  for (const entry of (spec ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (spec ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const colon = entry.indexOf(':');
     const scope = entry.slice(0, colon) as Scope;
     const token = entry.slice(colon + 1);
-    if (colon <= 0 || !scopes.includes(scope)) throw new Error(`SKIPJACK_TOKENS: "${entry.slice(0, 20)}…" should be scope:token with scope one of ${scopes.join(', ')}`);
+    if (colon <= 0 || !scopes.includes(scope))
+      throw new Error(
+        `SKIPJACK_TOKENS: "${entry.slice(0, 20)}…" should be scope:token with scope one of ${scopes.join(', ')}`,
+      );
     if (token.length < 16) throw new Error(`SKIPJACK_TOKENS: the ${scope} token is shorter than 16 characters`);
     byHash.set(hash(token), scope);
   }
@@ -54,7 +60,8 @@ export function authenticate(tokens: TokenTable) {
     const needed = scopeFor(req.method, req.path);
     if (needed === null) return next();
     const granted = scopeOf(tokens, req.get('authorization'));
-    if (!granted) return next(new HttpError(401, 'unauthorized', 'a bearer token is required (Authorization: Bearer TOKEN)'));
+    if (!granted)
+      return next(new HttpError(401, 'unauthorized', 'a bearer token is required (Authorization: Bearer TOKEN)'));
     if (granted !== 'admin' && needed !== 'any' && granted !== needed) {
       return next(new HttpError(403, 'forbidden', `this needs a token with the ${needed} scope; yours has ${granted}`));
     }

@@ -28,7 +28,10 @@ export interface ServerConfig {
 
 const num = (v: string | undefined, fallback: number) => (v === undefined || v === '' ? fallback : Number(v));
 
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ServerConfig> = {}): ServerConfig {
+export function configFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<ServerConfig> = {},
+): ServerConfig {
   const leaseTtlMs = num(env.SKIPJACK_LEASE_TTL_MS, 30_000);
   const config: ServerConfig = {
     port: num(env.PORT, 7070),
@@ -47,7 +50,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
   };
   for (const [k, v] of Object.entries(config)) {
     if (typeof v === 'object') continue;
-    if (typeof v === 'number' && !(Number.isFinite(v) && v >= 0)) throw new Error(`config ${k}: expected a non-negative number, got ${v}`);
+    if (typeof v === 'number' && !(Number.isFinite(v) && v >= 0))
+      throw new Error(`config ${k}: expected a non-negative number, got ${v}`);
   }
   return config;
 }

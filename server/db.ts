@@ -110,11 +110,28 @@ export type Db = Kysely<Database>;
 export type JobRow = Selectable<JobsTable>;
 export type WorkerRow = Selectable<WorkersTable>;
 /** The columns a claim answers with: skipjack_claim returns only these, in claim order. */
-export const claimColumns = ['id', 'queue', 'command', 'env', 'secret_env', 'cwd', 'timeout_seconds', 'kill_signal',
-  'kill_grace_seconds', 'output_cap_bytes', 'restart', 'lease_token', 'runs'] as const;
+export const claimColumns = [
+  'id',
+  'queue',
+  'command',
+  'env',
+  'secret_env',
+  'cwd',
+  'timeout_seconds',
+  'kill_signal',
+  'kill_grace_seconds',
+  'output_cap_bytes',
+  'restart',
+  'lease_token',
+  'runs',
+] as const;
 export type ClaimRow = Pick<JobRow, (typeof claimColumns)[number]>;
 
-export function createDb(connectionString: string, poolSize = 10, applicationName = 'skipjack'): { db: Db; pool: pg.Pool } {
+export function createDb(
+  connectionString: string,
+  poolSize = 10,
+  applicationName = 'skipjack',
+): { db: Db; pool: pg.Pool } {
   const pool = new pg.Pool({ connectionString, max: poolSize, application_name: applicationName });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

@@ -44,7 +44,8 @@ async function importEmbeddedPostgres() {
  */
 async function inItsOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
   const original = childProcess.spawn;
-  const detachedSpawn = (cmd: string, args: readonly string[], options: SpawnOptions = {}) => original(cmd, args, { ...options, detached: true });
+  const detachedSpawn = (cmd: string, args: readonly string[], options: SpawnOptions = {}) =>
+    original(cmd, args, { ...options, detached: true });
   (childProcess as { spawn: unknown }).spawn = detachedSpawn;
   syncBuiltinESMExports(); // the package imported `spawn` by name; this updates its binding
   try {
@@ -68,7 +69,9 @@ async function takeOverDataDir(dataDir: string): Promise<void> {
   if (postmaster !== null && alive(postmaster)) {
     const owner = pidIn(join(dataDir, OWNER_FILE));
     if (owner !== null && owner !== process.pid && alive(owner) && isAncestor(owner, postmaster)) {
-      throw new Error(`the embedded PostgreSQL in ${dataDir} belongs to a Skipjack that is still running (pid ${owner}); stop that one first, or give this one a data directory and port of its own (SKIPJACK_DATA_DIR, SKIPJACK_PG_PORT)`);
+      throw new Error(
+        `the embedded PostgreSQL in ${dataDir} belongs to a Skipjack that is still running (pid ${owner}); stop that one first, or give this one a data directory and port of its own (SKIPJACK_DATA_DIR, SKIPJACK_PG_PORT)`,
+      );
     }
     await stopLeftover(postmaster);
   }

@@ -19,7 +19,11 @@ export const notFound = (what: string) => new HttpError(404, 'not_found', `${wha
  * and register again.
  */
 export const unknownWorker = (workerId: string) =>
-  new HttpError(404, 'unknown_worker', `worker ${workerId} is not registered here (the database may have been reset); register again`);
+  new HttpError(
+    404,
+    'unknown_worker',
+    `worker ${workerId} is not registered here (the database may have been reset); register again`,
+  );
 
 /** A lease token that is not the job's live one: the caller lost the job and must stop acting on it. */
 export const staleLease = (jobId: number) =>

@@ -12,7 +12,8 @@ export function plainJsonBody(limitBytes: number) {
   return (req: Request, _res: Response, next: NextFunction) => {
     const length = Number(req.headers['content-length']);
     const encoding = req.headers['content-encoding'];
-    const plain = PLAIN_JSON.test(req.headers['content-type'] ?? '') && (encoding === undefined || encoding === 'identity');
+    const plain =
+      PLAIN_JSON.test(req.headers['content-type'] ?? '') && (encoding === undefined || encoding === 'identity');
     if (!plain || !(length > 0 && length <= limitBytes)) return next();
     const chunks: Buffer[] = [];
     let done = false;
@@ -41,6 +42,7 @@ export function plainJsonBody(limitBytes: number) {
 /** As body-parser's strict mode: only an object or an array at the top. */
 function parseObjectOrArray(text: string): unknown {
   const first = /\S/.exec(text)?.[0];
-  if (first !== '{' && first !== '[') throw new SyntaxError(`a JSON body must be an object or an array, not ${JSON.stringify(text.slice(0, 20))}`);
+  if (first !== '{' && first !== '[')
+    throw new SyntaxError(`a JSON body must be an object or an array, not ${JSON.stringify(text.slice(0, 20))}`);
   return JSON.parse(text);
 }

@@ -38,7 +38,10 @@ export const REAPER_LOCK = 0x5e1ac0de;
 export const SCHEDULER_LOCK = 0x5e1ac0df;
 const RETENTION_LOCK = 0x5e1ac0e0;
 
-export async function startServer(config: ServerConfig, log: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
+export async function startServer(
+  config: ServerConfig,
+  log: Logger = pino({ level: config.logLevel }),
+): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
   const { db, pool } = createDb(config.databaseUrl);
   const applied = await migrateToLatest(db);
@@ -53,27 +56,57 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   // Every open long-poll listens on this one signal; hundreds of them are normal, not a leak.
   setMaxListeners(0, closing.signal);
   // Heartbeats wait at most a tenth of the lease TTL (and a second) to share a statement.
-  const heartbeats = new MicroBatcher((beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs), Math.min(1000, config.leaseTtlMs / 10));
+  const heartbeats = new MicroBatcher(
+    (beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs),
+    Math.min(1000, config.leaseTtlMs / 10),
+  );
   const app = createApp({
-    db, statements: new PreparedStatements(pool, (err) => log.warn({ err: err.message }, 'named statements do not last between calls here (a pooler in transaction mode: PgBouncer before 1.21, or without max_prepared_statements?); using unnamed ones from now on')), hub, config, log, metrics, placement, heartbeats, idleClaims: new IdleClaims(), sleepingClaims, waitingPolls: new WaitingPolls(),
-    knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs), closing: closing.signal,
+    db,
+    statements: new PreparedStatements(pool, (err) =>
+      log.warn(
+        { err: err.message },
+        'named statements do not last between calls here (a pooler in transaction mode: PgBouncer before 1.21, or without max_prepared_statements?); using unnamed ones from now on',
+      ),
+    ),
+    hub,
+    config,
+    log,
+    metrics,
+    placement,
+    heartbeats,
+    idleClaims: new IdleClaims(),
+    sleepingClaims,
+    waitingPolls: new WaitingPolls(),
+    knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs),
+    closing: closing.signal,
   });
   const dueWakeups = startDueWakeups(db, hub);
   const loops: Loop[] = [
-    startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs },
-      (trx) => reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics })),
+    startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, (trx) =>
+      reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics }),
+    ),
   ];
   if (config.retentionMs > 0) {
-    loops.push(startLeaderLoop(db, log, { name: 'retention', lockKey: RETENTION_LOCK, intervalMs: 60_000 }, async (trx) => {
-      const deleted = await deleteExpiredJobs(trx, config.retentionMs);
-      if (deleted > 0) log.info({ deleted, retentionHours: config.retentionMs / 3_600_000 }, 'finished jobs past retention deleted');
-    }));
+    loops.push(
+      startLeaderLoop(db, log, { name: 'retention', lockKey: RETENTION_LOCK, intervalMs: 60_000 }, async (trx) => {
+        const deleted = await deleteExpiredJobs(trx, config.retentionMs);
+        if (deleted > 0)
+          log.info({ deleted, retentionHours: config.retentionMs / 3_600_000 }, 'finished jobs past retention deleted');
+      }),
+    );
   }
   if (hasCentralQueues(placement)) {
-    loops.push(startLeaderLoop(db, log, { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs }, async (trx) => {
-      const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);
-      for (const a of assigned) log.info({ jobId: a.jobId, workerId: a.workerId }, 'job assigned');
-    }));
+    loops.push(
+      startLeaderLoop(
+        db,
+        log,
+        { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs },
+        async (trx) => {
+          const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);
+          for (const a of assigned) log.info({ jobId: a.jobId, workerId: a.workerId }, 'job assigned');
+        },
+      ),
+    );
   }
   const server = await listen(app, config);
   const connections = trackConnections(server);
@@ -81,7 +114,10 @@ export async function startServer(config: ServerConfig, log: Logger = pino({ lev
   const url = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`;
   log.info({ url, auth: config.tokens.byHash.size > 0 }, 'skipjack server listening');
   if (config.tokens.byHash.size === 0 && !isLoopback(config.host)) {
-    log.warn({ host: config.host }, 'no SKIPJACK_TOKENS set and listening beyond loopback: anyone who can reach this port can run commands on your workers');
+    log.warn(
+      { host: config.host },
+      'no SKIPJACK_TOKENS set and listening beyond loopback: anyone who can reach this port can run commands on your workers',
+    );
   }
   return {
     url,
@@ -130,7 +166,10 @@ async function closeHttp(server: Server, connections: Set<Socket>, graceMs: numb
   };
   const timer = setInterval(sweep, 20);
   const cut = setTimeout(() => {
-    log.warn({ connections: connections.size, graceMs }, 'connections still busy at the end of the stop grace; cutting them');
+    log.warn(
+      { connections: connections.size, graceMs },
+      'connections still busy at the end of the stop grace; cutting them',
+    );
     server.closeAllConnections();
   }, graceMs);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));

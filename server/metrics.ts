@@ -13,13 +13,23 @@ export function createMetrics(sleepingLongPolls: () => number = () => 0) {
     claimed: counter('skipjack_jobs_claimed_total', 'Jobs claimed by workers'),
     released: counter('skipjack_jobs_released_total', 'Runs released, by outcome', ['outcome']),
     reaped: counter('skipjack_leases_expired_total', 'Leases the reaper took back'),
-    handedOff: counter('skipjack_jobs_handed_off_total', 'Jobs an enqueue claimed, in its own statement, for a long-poll asleep on this server (the oldest that worker could run: the new ones, or pending ones before them)'),
+    handedOff: counter(
+      'skipjack_jobs_handed_off_total',
+      'Jobs an enqueue claimed, in its own statement, for a long-poll asleep on this server (the oldest that worker could run: the new ones, or pending ones before them)',
+    ),
     sleeping: new client.Gauge({
-      name: 'skipjack_long_polls_sleeping', help: 'Long-poll claims asleep on this server, waiting for a job', registers: [registry],
-      collect() { this.set(sleepingLongPolls()); },
+      name: 'skipjack_long_polls_sleeping',
+      help: 'Long-poll claims asleep on this server, waiting for a job',
+      registers: [registry],
+      collect() {
+        this.set(sleepingLongPolls());
+      },
     }),
     staleLease: counter('skipjack_stale_lease_total', 'Worker requests refused for a stale lease token'),
-    wakeupsSkipped: counter('skipjack_job_wakeups_skipped_total', 'Job NOTIFYs that woke no long-poll on this server: no job was pending when they came (an enqueue handed it off, or another worker took it)'),
+    wakeupsSkipped: counter(
+      'skipjack_job_wakeups_skipped_total',
+      'Job NOTIFYs that woke no long-poll on this server: no job was pending when they came (an enqueue handed it off, or another worker took it)',
+    ),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -21,7 +21,10 @@ export function answerReleases(ctx: AppContext, releases: ReleaseRequest[], done
     ctx.metrics.released.inc({ outcome });
     // Its worker has room again: its next claim must look, even if nothing new was enqueued.
     ctx.idleClaims.forget(job.released_by);
-    ctx.log.info({ jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal }, 'job released');
+    ctx.log.info(
+      { jobId, workerId: job.released_by, attempt: job.runs, outcome, state: job.state, exitCode, signal },
+      'job released',
+    );
     return { jobId, ok: true as const, state: job.state };
   });
 }

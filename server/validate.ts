@@ -7,7 +7,9 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, where: 'bo
   if (unfit) throw invalidRequest([{ path: [where, ...unfit.path].join('.'), message: unfit.message }]);
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
-  throw invalidRequest(result.error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), message: i.message })));
+  throw invalidRequest(
+    result.error.issues.map((i) => ({ path: [where, ...i.path.map(String)].join('.'), message: i.message })),
+  );
 }
 
 /** The 400 for bad input: the first issue in the message, every issue in `issues`. */
@@ -17,7 +19,11 @@ export function invalidRequest(issues: { path: string; message: string }[]): Htt
 
 // Digits only: Number() would also take 0x10, 1e3 and ' 1' as ids.
 export const idParam = z.strictObject({
-  id: z.string().regex(/^[1-9][0-9]{0,15}$/, 'must be a positive job id').transform(Number).pipe(z.number().max(Number.MAX_SAFE_INTEGER, 'must be a positive job id')),
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/, 'must be a positive job id')
+    .transform(Number)
+    .pipe(z.number().max(Number.MAX_SAFE_INTEGER, 'must be a positive job id')),
 });
 export const workerParam = z.strictObject({ id: z.uuid('must be a worker id (uuid)') });
 
@@ -35,7 +41,9 @@ const loneSurrogate = /\p{Cs}/u;
  */
 function unfitPart(input: unknown): { path: string[]; message: string } | null {
   // Each entry: a value, the entry it is under and its key there (the path, rebuilt only if needed).
-  const queue: { value: unknown; under: number; key: string; depth: number }[] = [{ value: input, under: -1, key: '', depth: 0 }];
+  const queue: { value: unknown; under: number; key: string; depth: number }[] = [
+    { value: input, under: -1, key: '', depth: 0 },
+  ];
   const pathOf = (i: number, ...more: string[]) => {
     const path = more;
     for (let at = i; at > 0; at = queue[at].under) path.unshift(queue[at].key);
@@ -44,14 +52,17 @@ function unfitPart(input: unknown): { path: string[]; message: string } | null {
   for (let i = 0; i < queue.length; i++) {
     const { value, depth } = queue[i];
     if (typeof value === 'string') {
-      if (loneSurrogate.test(value)) return { path: pathOf(i), message: 'must be valid Unicode (it holds a lone surrogate)' };
+      if (loneSurrogate.test(value))
+        return { path: pathOf(i), message: 'must be valid Unicode (it holds a lone surrogate)' };
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_DEPTH) return { path: pathOf(i), message: `must not nest more than ${MAX_DEPTH} levels deep` };
-    if (Object.hasOwn(value, '__proto__')) return { path: pathOf(i, '__proto__'), message: 'must not be a key: it would set the object\'s prototype' };
+    if (Object.hasOwn(value, '__proto__'))
+      return { path: pathOf(i, '__proto__'), message: "must not be a key: it would set the object's prototype" };
     for (const key in value) {
-      if (loneSurrogate.test(key)) return { path: pathOf(i, key), message: 'must be a valid Unicode key (it holds a lone surrogate)' };
+      if (loneSurrogate.test(key))
+        return { path: pathOf(i, key), message: 'must be a valid Unicode key (it holds a lone surrogate)' };
       queue.push({ value: (value as Record<string, unknown>)[key], under: i, key, depth: depth + 1 });
     }
   }

@@ -1,8 +1,20 @@
 // A discrete-event simulation of one workload under pull and central placement, driven by the
 // same filters and rankers as the server. Deterministic for a seed.
 import {
-  allocate, buildPlacementConfig, compareJobs, defaultFilters, firstFailure, freeCapacity, jobRequest, mulberry32,
-  neverFitsReason, place, rankJobsForWorker, type PlacementConfig, type PlacementJob, type PlacementWorker,
+  allocate,
+  buildPlacementConfig,
+  compareJobs,
+  defaultFilters,
+  firstFailure,
+  freeCapacity,
+  jobRequest,
+  mulberry32,
+  neverFitsReason,
+  place,
+  rankJobsForWorker,
+  type PlacementConfig,
+  type PlacementJob,
+  type PlacementWorker,
 } from '../placement/index.js';
 import type { Workload } from './workload.js';
 
@@ -24,7 +36,12 @@ export interface SimResult {
   violations: { constraint: number; capacity: number };
 }
 
-interface SimJob extends PlacementJob { className: string; arrival: number; runSeconds: number; start?: number }
+interface SimJob extends PlacementJob {
+  className: string;
+  arrival: number;
+  runSeconds: number;
+  start?: number;
+}
 type Event = { at: number; seq: number; run: () => void };
 
 class EventQueue {
@@ -47,7 +64,8 @@ class EventQueue {
       this.heap[0] = last;
       let i = 0;
       for (;;) {
-        const l = 2 * i + 1, r = l + 1;
+        const l = 2 * i + 1,
+          r = l + 1;
         let m = i;
         if (l < this.heap.length && before(this.heap[l], this.heap[m])) m = l;
         if (r < this.heap.length && before(this.heap[r], this.heap[m])) m = r;
@@ -68,7 +86,17 @@ export function generateJobs(w: Workload): SimJob[] {
   const jobs: SimJob[] = [];
   for (const c of w.jobs) {
     for (let t = exp(1 / c.ratePerSecond); t < w.arrivalSeconds; t += exp(1 / c.ratePerSecond)) {
-      jobs.push({ id: 0, queue: 'default', priority: c.priority, createdAt: t * 1000, constraints: c.constraints, preferences: c.preferences, className: c.name, arrival: t, runSeconds: exp(c.meanRunSeconds) });
+      jobs.push({
+        id: 0,
+        queue: 'default',
+        priority: c.priority,
+        createdAt: t * 1000,
+        constraints: c.constraints,
+        preferences: c.preferences,
+        className: c.name,
+        arrival: t,
+        runSeconds: exp(c.meanRunSeconds),
+      });
     }
   }
   jobs.sort((a, b) => a.arrival - b.arrival);
@@ -77,16 +105,18 @@ export function generateJobs(w: Workload): SimJob[] {
 }
 
 export function makeWorkers(w: Workload): PlacementWorker[] {
-  return w.workers.flatMap((g, gi) => Array.from({ length: g.count }, (_, i) => ({
-    id: `g${gi}-${String(i).padStart(4, '0')}`,
-    name: `${g.region ?? 'any'}-${gi}-${i}`,
-    region: g.region ?? null,
-    labels: g.labels,
-    state: 'active' as const,
-    capacity: { ...g.capacity },
-    allocated: { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 },
-    lastSeenAt: 0,
-  })));
+  return w.workers.flatMap((g, gi) =>
+    Array.from({ length: g.count }, (_, i) => ({
+      id: `g${gi}-${String(i).padStart(4, '0')}`,
+      name: `${g.region ?? 'any'}-${gi}-${i}`,
+      region: g.region ?? null,
+      labels: g.labels,
+      state: 'active' as const,
+      capacity: { ...g.capacity },
+      allocated: { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 },
+      lastSeenAt: 0,
+    })),
+  );
 }
 
 export function simulate(w: Workload, mode: Mode): SimResult {
@@ -111,15 +141,28 @@ export function simulate(w: Workload, mode: Mode): SimResult {
     const shares = all.map((x) => (x.capacity.cpu ? x.allocated.cpu / x.capacity.cpu : 0));
     const mean = shares.reduce((a, b) => a + b, 0) / shares.length;
     const sd = Math.sqrt(shares.reduce((a, s) => a + (s - mean) ** 2, 0) / shares.length);
-    usage = { lastAt: now, cpuArea: usage.cpuArea + dt * all.reduce((n, x) => n + x.allocated.cpu, 0) / totalCpu, spreadArea: usage.spreadArea + dt * sd };
+    usage = {
+      lastAt: now,
+      cpuArea: usage.cpuArea + (dt * all.reduce((n, x) => n + x.allocated.cpu, 0)) / totalCpu,
+      spreadArea: usage.spreadArea + dt * sd,
+    };
   };
 
   const start = (job: SimJob, workerId: string, delay: number) => {
     const worker = workers.get(workerId)!;
-    if (firstFailure(job, { ...worker, allocated: { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 } }, defaultFilters.filter((f) => f.name !== 'resources'), { now: now * 1000 })) violations.constraint++;
+    if (
+      firstFailure(
+        job,
+        { ...worker, allocated: { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 } },
+        defaultFilters.filter((f) => f.name !== 'resources'),
+        { now: now * 1000 },
+      )
+    )
+      violations.constraint++;
     const free = freeCapacity(worker);
     const need = jobRequest(job);
-    if (need.cpu > free.cpu || need.memoryMb > free.memoryMb || need.diskMb > free.diskMb || free.slots < 1) violations.capacity++;
+    if (need.cpu > free.cpu || need.memoryMb > free.memoryMb || need.diskMb > free.diskMb || free.slots < 1)
+      violations.capacity++;
     account();
     workers.set(workerId, allocate(worker, job));
     syncAll();
@@ -134,7 +177,15 @@ export function simulate(w: Workload, mode: Mode): SimResult {
     account();
     const worker = workers.get(workerId)!;
     const need = jobRequest(job);
-    workers.set(workerId, { ...worker, allocated: { cpu: worker.allocated.cpu - need.cpu, memoryMb: worker.allocated.memoryMb - need.memoryMb, diskMb: worker.allocated.diskMb - need.diskMb, slots: worker.allocated.slots - 1 } });
+    workers.set(workerId, {
+      ...worker,
+      allocated: {
+        cpu: worker.allocated.cpu - need.cpu,
+        memoryMb: worker.allocated.memoryMb - need.memoryMb,
+        diskMb: worker.allocated.diskMb - need.diskMb,
+        slots: worker.allocated.slots - 1,
+      },
+    });
     syncAll();
     completed++;
     if (mode === 'pull') pullClaim(workerId);
@@ -146,7 +197,11 @@ export function simulate(w: Workload, mode: Mode): SimResult {
   // Pull: a worker with room takes the pending jobs that pass its filters, in queue order.
   const pullClaim = (workerId: string) => {
     const worker = workers.get(workerId)!;
-    const { claim } = rankJobsForWorker(pending, worker, { filters: config.filters, ctx: { now: now * 1000 }, max: freeCapacity(worker).slots });
+    const { claim } = rankJobsForWorker(pending, worker, {
+      filters: config.filters,
+      ctx: { now: now * 1000 },
+      max: freeCapacity(worker).slots,
+    });
     for (const job of claim) {
       pending.splice(pending.indexOf(job as SimJob), 1);
       start(job as SimJob, workerId, 0);
@@ -161,7 +216,11 @@ export function simulate(w: Workload, mode: Mode): SimResult {
     queue.push(Math.ceil(now / w.central.intervalSeconds + 1e-9) * w.central.intervalSeconds, () => {
       scheduled = false;
       for (const job of [...pending].sort(compareJobs) as SimJob[]) {
-        const { chosen } = place(job, [...workers.values()], { ...config, ctx: { now: now * 1000 }, tieBreak: { seed: w.seed } });
+        const { chosen } = place(job, [...workers.values()], {
+          ...config,
+          ctx: { now: now * 1000 },
+          tieBreak: { seed: w.seed },
+        });
         if (!chosen) continue;
         pending.splice(pending.indexOf(job), 1);
         start(job, chosen.id, w.central.startDelaySeconds);

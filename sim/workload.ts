@@ -7,12 +7,14 @@ const workerGroup = z.strictObject({
   count: z.number().int().min(1).max(10_000),
   region: z.string().min(1).optional(),
   labels: z.record(z.string(), z.string()).default({}),
-  capacity: z.strictObject({
-    cpu: z.number().int().min(0).default(4000),
-    memoryMb: z.number().int().min(0).default(8192),
-    diskMb: z.number().int().min(0).default(100_000),
-    slots: z.number().int().min(1).default(8),
-  }).default({ cpu: 4000, memoryMb: 8192, diskMb: 100_000, slots: 8 }),
+  capacity: z
+    .strictObject({
+      cpu: z.number().int().min(0).default(4000),
+      memoryMb: z.number().int().min(0).default(8192),
+      diskMb: z.number().int().min(0).default(100_000),
+      slots: z.number().int().min(1).default(8),
+    })
+    .default({ cpu: 4000, memoryMb: 8192, diskMb: 100_000, slots: 8 }),
 });
 
 const jobClass = z.strictObject({
@@ -36,12 +38,24 @@ export const workloadSchema = z.strictObject({
   /** Pull: how long an idle worker's long-poll takes to answer a new job, and its claim batch. */
   pull: z.strictObject({ wakeDelaySeconds: z.number().min(0).default(0.005) }).default({ wakeDelaySeconds: 0.005 }),
   /** Central: how often the scheduler runs, and the delay from assignment to start. */
-  central: z.strictObject({
-    intervalSeconds: z.number().positive().default(0.25),
-    startDelaySeconds: z.number().min(0).default(0.005),
-  }).default({ intervalSeconds: 0.25, startDelaySeconds: 0.005 }),
-  placement: z.strictObject({
-    rankers: z.array(z.strictObject({ name: z.string(), weight: z.number().optional(), params: z.record(z.string(), z.unknown()).optional() })).optional(),
-  }).default({}),
+  central: z
+    .strictObject({
+      intervalSeconds: z.number().positive().default(0.25),
+      startDelaySeconds: z.number().min(0).default(0.005),
+    })
+    .default({ intervalSeconds: 0.25, startDelaySeconds: 0.005 }),
+  placement: z
+    .strictObject({
+      rankers: z
+        .array(
+          z.strictObject({
+            name: z.string(),
+            weight: z.number().optional(),
+            params: z.record(z.string(), z.unknown()).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .default({}),
 });
 export type Workload = z.output<typeof workloadSchema>;

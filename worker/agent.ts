@@ -42,8 +42,11 @@ export class WorkerAgent {
       () => this.claims.wake(),
     );
     this.jobs = new RunningJobs({
-      client: this.client, releases: this.releases, worker: this.registration,
-      allow: opts.allow ?? [], executor: opts.executor ?? 'process',
+      client: this.client,
+      releases: this.releases,
+      worker: this.registration,
+      allow: opts.allow ?? [],
+      executor: opts.executor ?? 'process',
       launch: () => this.spawnHelper?.launch,
       onEnded: () => {
         this.claims.onJobEnded();
@@ -52,11 +55,19 @@ export class WorkerAgent {
     });
     // What both loops work with; each takes the narrow part of it that its deps type names.
     const shared = {
-      client: this.client, releases: this.releases, jobs: this.jobs, worker: this.registration,
+      client: this.client,
+      releases: this.releases,
+      jobs: this.jobs,
+      worker: this.registration,
       stopClaiming: this.stopClaiming.signal,
       registerAgain: (unknownId: string) => this.registerAgain(unknownId),
     };
-    this.claims = new ClaimLoop({ ...shared, slots: this.slots, pollWaitMs: opts.pollWaitMs, claimGatherMs: opts.claimGatherMs });
+    this.claims = new ClaimLoop({
+      ...shared,
+      slots: this.slots,
+      pollWaitMs: opts.pollWaitMs,
+      claimGatherMs: opts.claimGatherMs,
+    });
     this.heartbeats = new HeartbeatLoop({
       ...shared,
       stopHeartbeat: this.stopHeartbeat.signal,
@@ -81,7 +92,10 @@ export class WorkerAgent {
     if (!this.spawnHelper) return;
     const started = await this.spawnHelper.start();
     if (started.ok) return void this.log.info('job processes start through the spawn helper (python3)');
-    this.log.warn({ reason: started.reason }, 'spawn helper unavailable (python3 3.9+ needed); the worker forks job processes itself, more slowly');
+    this.log.warn(
+      { reason: started.reason },
+      'spawn helper unavailable (python3 3.9+ needed); the worker forks job processes itself, more slowly',
+    );
     this.spawnHelper.stop();
     this.spawnHelper = null;
   }
@@ -122,7 +136,10 @@ export class WorkerAgent {
   private registerAgain(unknownId: string): Promise<void> {
     if (this.registration.id !== unknownId) return Promise.resolve();
     this.registeringAgain ??= (async () => {
-      this.log.error({ running: this.jobs.size }, 'the server does not know this worker (was its database reset?); stopping its jobs, whose leases are gone, and registering again');
+      this.log.error(
+        { running: this.jobs.size },
+        'the server does not know this worker (was its database reset?); stopping its jobs, whose leases are gone, and registering again',
+      );
       this.jobs.stopUnreleased();
       await this.registration.register(this.stopClaiming.signal).catch(async (err: Error) => {
         if (this.draining) return; // stopping: register() gave up for that reason
@@ -135,7 +152,10 @@ export class WorkerAgent {
 
   /** An operator deregistered this worker: the server took its leases back, so its jobs stop unreleased, and it stops. */
   private deregistered(): void {
-    this.log.warn({ running: this.jobs.size }, 'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping');
+    this.log.warn(
+      { running: this.jobs.size },
+      'this worker was deregistered (DELETE /workers/:id); stopping its jobs, which run elsewhere, and stopping',
+    );
     this.jobs.stopUnreleased();
     if (!this.draining) void this.shutdown();
   }
@@ -163,7 +183,10 @@ export class WorkerAgent {
    */
   giveUp(): void {
     const waiting = this.jobs.runs.filter((run) => run.releasing).length;
-    this.log.warn({ running: this.jobs.size - waiting, outcomesWaiting: waiting }, 'not waiting for the server any more: stopping jobs unreleased and dropping undelivered outcomes (their jobs run again once their leases expire)');
+    this.log.warn(
+      { running: this.jobs.size - waiting, outcomesWaiting: waiting },
+      'not waiting for the server any more: stopping jobs unreleased and dropping undelivered outcomes (their jobs run again once their leases expire)',
+    );
     this.releases.abandon('the worker stopped without waiting for the server to take this outcome');
     for (const run of this.jobs.runs) run.abandon('shutdown');
     if (!this.draining) void this.shutdown();
@@ -187,7 +210,8 @@ export class WorkerAgent {
     this.stopHeartbeat.abort();
     await Promise.all(this.loops);
     const { id, key } = this.registration;
-    if (id) await this.client.deregister(id, key).catch((err) => this.log.warn({ err: err.message }, 'deregister failed'));
+    if (id)
+      await this.client.deregister(id, key).catch((err) => this.log.warn({ err: err.message }, 'deregister failed'));
     this.spawnHelper?.stop();
     this.log.info('worker stopped');
   }

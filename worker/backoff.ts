@@ -4,13 +4,20 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve(); // its abort event is gone: it would sleep the whole time
     const t = setTimeout(done, ms);
-    function done() { clearTimeout(t); signal?.removeEventListener('abort', done); resolve(); }
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
     signal?.addEventListener('abort', done);
   });
 
 export class Backoff {
   private failures = 0;
-  constructor(private baseMs = 100, private maxMs = 5000) {}
+  constructor(
+    private baseMs = 100,
+    private maxMs = 5000,
+  ) {}
 
   /** The next delay: doubles per failure up to the cap, with up to half taken off at random. */
   next(): number {

@@ -79,7 +79,7 @@ export class ClaimLoop {
       const signal = carried.items.length ? undefined : poll.signal;
       const sentAt = Date.now();
       try {
-        const waitMs = carried.items.length ? 0 : this.deps.pollWaitMs ?? 30_000;
+        const waitMs = carried.items.length ? 0 : (this.deps.pollWaitMs ?? 30_000);
         const answer = await client.claim(claimedAs, free, waitMs, signal, carried.items);
         carried.settle(answer.releases);
         const { jobs: claimed } = answer;
@@ -123,7 +123,10 @@ export class ClaimLoop {
       while (!allEnded() && !this.draining && Date.now() < until) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, until - Date.now());
-          this.slotFreed = () => { clearTimeout(timer); resolve(); };
+          this.slotFreed = () => {
+            clearTimeout(timer);
+            resolve();
+          };
         });
       }
     } finally {
@@ -151,7 +154,10 @@ export class ClaimLoop {
     const lost = held.filter((job) => !jobs.ranHere(job.leaseToken));
     if (lost.length === 0) return;
     if (this.draining) return this.requeue(lost);
-    worker.log.warn({ jobIds: lost.map((j) => j.id) }, 'a claim\'s answer was lost on its way; running the jobs the server took for it');
+    worker.log.warn(
+      { jobIds: lost.map((j) => j.id) },
+      "a claim's answer was lost on its way; running the jobs the server took for it",
+    );
     for (const job of lost) jobs.start(job, claimSentAt);
   }
 
@@ -178,8 +184,16 @@ export class ClaimLoop {
   }
 
   private async requeue(jobs: ClaimedJob[]): Promise<void> {
-    await Promise.all(jobs.map((j) => this.deps.releases.release({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'requeue', reason: 'cancelled' })));
-    if (jobs.length) this.deps.worker.log.info({ jobIds: jobs.map((j) => j.id) }, 'draining: requeued jobs claimed as the drain began');
+    await Promise.all(
+      jobs.map((j) =>
+        this.deps.releases.release({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'requeue', reason: 'cancelled' }),
+      ),
+    );
+    if (jobs.length)
+      this.deps.worker.log.info(
+        { jobIds: jobs.map((j) => j.id) },
+        'draining: requeued jobs claimed as the drain began',
+      );
   }
 }
 

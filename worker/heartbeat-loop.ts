@@ -13,7 +13,8 @@ export interface HeartbeatLoopDeps {
   releases: Pick<ReleaseBatcher, 'withdraw'>;
   jobs: Pick<RunningJobs, 'runs' | 'heldRun' | 'anyStopping'>;
   /** heartbeatWaits is turned off here when the server turns out not to hold heartbeats. */
-  worker: Readonly<Pick<Registration, 'id' | 'heartbeatMs' | 'leaseTtlMs' | 'log'>> & Pick<Registration, 'heartbeatWaits'>;
+  worker: Readonly<Pick<Registration, 'id' | 'heartbeatMs' | 'leaseTtlMs' | 'log'>> &
+    Pick<Registration, 'heartbeatWaits'>;
   /** Aborted when the drain begins: heartbeats go at the interval. */
   stopClaiming: AbortSignal;
   /** Aborted once the worker has stopped: no more heartbeats. */
@@ -67,7 +68,9 @@ export class HeartbeatLoop {
   /** Once the stopping job has ended, the next heartbeat can be held again. */
   private async sleepUntilNudged(ms: number): Promise<void> {
     const nudged = new AbortController();
-    this.heartbeatNudge = () => { if (this.deps.worker.heartbeatWaits && this.nothingStopping()) nudged.abort(); };
+    this.heartbeatNudge = () => {
+      if (this.deps.worker.heartbeatWaits && this.nothingStopping()) nudged.abort();
+    };
     const abortable = eitherAborts(this.deps.stopHeartbeat, nudged.signal);
     try {
       await sleep(ms, abortable.signal);
@@ -134,11 +137,17 @@ export class HeartbeatLoop {
       // An outcome still waiting for the server would be refused as stale: the job runs again.
       if (run.releasing) {
         if (this.deps.releases.withdraw(jobId, 'the lease ran out before the server could take this outcome')) {
-          worker.log.warn({ jobId, leaseTtlMs: worker.leaseTtlMs }, 'no heartbeat got through for the lease TTL; dropping the job\'s outcome, which the server can no longer take (the job will run again)');
+          worker.log.warn(
+            { jobId, leaseTtlMs: worker.leaseTtlMs },
+            "no heartbeat got through for the lease TTL; dropping the job's outcome, which the server can no longer take (the job will run again)",
+          );
         }
         continue;
       }
-      worker.log.warn({ jobId, leaseTtlMs: worker.leaseTtlMs }, 'no heartbeat got through for the lease TTL; its lease is gone, stopping the job');
+      worker.log.warn(
+        { jobId, leaseTtlMs: worker.leaseTtlMs },
+        'no heartbeat got through for the lease TTL; its lease is gone, stopping the job',
+      );
       run.onLeaseLost();
     }
   }

@@ -43,7 +43,11 @@ export class JobRun {
   /** The job's run number on the server: its claim's, then each restart's. */
   private currentRun: number;
 
-  constructor(readonly job: ClaimedJob, private deps: JobRunDeps, leaseStartedAt = Date.now()) {
+  constructor(
+    readonly job: ClaimedJob,
+    private deps: JobRunDeps,
+    leaseStartedAt = Date.now(),
+  ) {
     this.leaseExtendedAt = leaseStartedAt;
     this.currentRun = job.attempt;
   }
@@ -56,18 +60,28 @@ export class JobRun {
       this.startProcess();
       const result = await this.proc.done;
       await this.shipper?.flush();
-      if (this.leaseLost) return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
+      if (this.leaseLost)
+        return void log.warn({ reason: result.reason }, 'job ended after its lease was lost; not releasing');
       const wanted = restarts.decide(result);
       const decision = this.stopReason ? { action: 'end' as const } : wanted;
       if (decision.action === 'restart') {
-        log.warn({ exitCode: result.exitCode, signal: result.signal, restart: decision.restartNumber, delayMs: decision.delayMs }, 'job process ended; restarting it by its policy');
+        log.warn(
+          {
+            exitCode: result.exitCode,
+            signal: result.signal,
+            restart: decision.restartNumber,
+            delayMs: decision.delayMs,
+          },
+          'job process ended; restarting it by its policy',
+        );
         if (await this.restart(result, decision.delayMs)) continue;
       }
       // A stop is the outcome where it ended the job: it killed the process, or it kept the policy
       // from restarting it. One that came after the process ended by itself (while a leftover of
       // its group got its grace, or its output drained) leaves the outcome as the process made it:
       // a job that exited 0 is not run again.
-      const stopped = this.stopReason && (isStopReason(result.reason) || wanted.action === 'restart') ? this.stopReason : null;
+      const stopped =
+        this.stopReason && (isStopReason(result.reason) || wanted.action === 'restart') ? this.stopReason : null;
       const error = decision.action === 'crash_loop' ? decision.error : undefined;
       return this.release(toRelease(this.job, result, stopped, error));
     }
@@ -108,22 +122,32 @@ export class JobRun {
     const refusal = checkAllowed(job.command, deps.allow, { cwd: job.cwd ?? undefined, pathEnv: job.env.PATH });
     if (refusal) this.proc = refusedProcess(refusal);
     else if (deps.executor === 'noop') this.proc = noopProcess();
-    else this.proc = superviseProcess({
-      command: job.command,
-      env: job.env,
-      cwd: job.cwd ?? undefined,
-      timeoutSeconds: job.timeoutSeconds ?? undefined,
-      killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
-      killGraceSeconds: job.killGraceSeconds ?? undefined,
-      outputCapBytes: job.outputCapBytes ?? undefined,
-    }, (chunk) => (this.shipper ??= this.newShipper()).push(chunk), deps.launch);
+    else
+      this.proc = superviseProcess(
+        {
+          command: job.command,
+          env: job.env,
+          cwd: job.cwd ?? undefined,
+          timeoutSeconds: job.timeoutSeconds ?? undefined,
+          killSignal: (job.killSignal ?? undefined) as NodeJS.Signals | undefined,
+          killGraceSeconds: job.killGraceSeconds ?? undefined,
+          outputCapBytes: job.outputCapBytes ?? undefined,
+        },
+        (chunk) => (this.shipper ??= this.newShipper()).push(chunk),
+        deps.launch,
+      );
     if (this.stopReason) this.proc.stop(this.stopReason);
   }
 
   private newShipper(): LogShipper {
     const { job, deps } = this;
-    return new LogShipper(deps.client, job.id, job.leaseToken, () => this.onLeaseLost(),
-      (err) => deps.log.warn({ err: err.message }, 'job output could not be delivered; dropping it'));
+    return new LogShipper(
+      deps.client,
+      job.id,
+      job.leaseToken,
+      () => this.onLeaseLost(),
+      (err) => deps.log.warn({ err: err.message }, 'job output could not be delivered; dropping it'),
+    );
   }
 
   /** Waits out the delay (a stop cuts it short), then opens the next run on the server. */
@@ -133,7 +157,13 @@ export class JobRun {
     if (this.stopReason) return false;
     const backoff = new Backoff(100, 5000);
     // The run that ended: a retry of a restart the server already recorded gets the same answer.
-    const report = { leaseToken: this.job.leaseToken, run: this.currentRun, exitCode: result.exitCode, signal: result.signal, reason: result.reason === 'timed_out' ? 'timed_out' as const : 'exited' as const };
+    const report = {
+      leaseToken: this.job.leaseToken,
+      run: this.currentRun,
+      exitCode: result.exitCode,
+      signal: result.signal,
+      reason: result.reason === 'timed_out' ? ('timed_out' as const) : ('exited' as const),
+    };
     for (;;) {
       try {
         this.currentRun = (await this.deps.client.restart(this.job.id, report)).run;
@@ -156,7 +186,11 @@ export class JobRun {
     this.deps.log.info({ outcome: r.outcome, reason: r.reason, exitCode: r.exitCode, signal: r.signal }, 'job ended');
     const answer = await this.deps.releases.release(r);
     this.released = answer.ok;
-    if (!answer.ok) this.deps.log.warn({ err: answer.message }, answer.error === 'dropped' ? 'outcome dropped undelivered' : 'release refused; the lease was lost meanwhile');
+    if (!answer.ok)
+      this.deps.log.warn(
+        { err: answer.message },
+        answer.error === 'dropped' ? 'outcome dropped undelivered' : 'release refused; the lease was lost meanwhile',
+      );
   }
 }
 
@@ -173,7 +207,11 @@ function toRelease(job: ClaimedJob, r: ProcessResult, stopped: StopReason | null
   return release;
 }
 
-function outcomeOf(r: ProcessResult, stopped: StopReason | null, crashLoop?: string): { outcome: Release['outcome']; reason: NonNullable<Release['reason']>; error?: string } {
+function outcomeOf(
+  r: ProcessResult,
+  stopped: StopReason | null,
+  crashLoop?: string,
+): { outcome: Release['outcome']; reason: NonNullable<Release['reason']>; error?: string } {
   if (crashLoop) return { outcome: 'failed', reason: 'crash_loop', error: crashLoop };
   // A stop we asked for wins over however the process happened to end.
   if (stopped === 'shutdown') return { outcome: 'requeue', reason: 'cancelled' };
@@ -194,17 +232,27 @@ function outcomeOf(r: ProcessResult, stopped: StopReason | null, crashLoop?: str
 
 const SUCCEEDED = { outcome: 'succeeded', reason: 'exited' } as const;
 
-const isStopReason = (reason: ProcessResult['reason']): reason is StopReason => reason === 'cancelled' || reason === 'shutdown';
+const isStopReason = (reason: ProcessResult['reason']): reason is StopReason =>
+  reason === 'cancelled' || reason === 'shutdown';
 
 function endedProcess(result: Partial<ProcessResult>): SupervisedProcess {
   const full: ProcessResult = {
-    reason: 'exited', exitCode: 0, signal: null, warnings: [], outputBytes: 0, droppedBytes: 0, truncated: false, durationMs: 0, ...result,
+    reason: 'exited',
+    exitCode: 0,
+    signal: null,
+    warnings: [],
+    outputBytes: 0,
+    droppedBytes: 0,
+    truncated: false,
+    durationMs: 0,
+    ...result,
   };
   return { pid: undefined, done: Promise.resolve(full), cancel() {}, stop() {} };
 }
 
 /** A job the allowlist refuses never starts; it ends like a failed spawn, with the reason. */
-const refusedProcess = (reason: string) => endedProcess({ reason: 'spawn_failed', exitCode: null, error: `refused: ${reason}` });
+const refusedProcess = (reason: string) =>
+  endedProcess({ reason: 'spawn_failed', exitCode: null, error: `refused: ${reason}` });
 
 /** The benchmark executor: success at once, nothing run. */
 const noopProcess = () => endedProcess({});

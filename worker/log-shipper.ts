@@ -51,7 +51,10 @@ export class LogShipper {
 
   // A short linger lets a burst of small writes go up as one request.
   private async drain(): Promise<void> {
-    await new Promise<void>((r) => { this.wake = r; setTimeout(r, this.lingerMs); });
+    await new Promise<void>((r) => {
+      this.wake = r;
+      setTimeout(r, this.lingerMs);
+    });
     this.wake = null;
     const backoff = new Backoff();
     while (this.pending.length > 0 && !this.lost) {
@@ -92,7 +95,11 @@ export class LogShipper {
       if (this.pending.length === 0 || this.pending[0].offset <= expected) return true;
       // The bytes the server is missing are gone from here too: no retry can fill the gap.
       this.lost = true;
-      return this.drop(new Error(`output from byte ${expected} to ${this.pending[0].offset} was lost; the rest of this run's output is dropped`));
+      return this.drop(
+        new Error(
+          `output from byte ${expected} to ${this.pending[0].offset} was lost; the rest of this run's output is dropped`,
+        ),
+      );
     }
     if (refusedForGood(err)) {
       if (err.status === 409 || err.status === 404) {
@@ -109,7 +116,11 @@ export class LogShipper {
     // An answer that is not the API's (NotTheApiError: a proxy's page, a body cut off): the chunks
     // may or may not be stored, and sent again they are stored once (by offset). Worth a few more tries.
     if (++this.garbledInARow < MAX_GARBLED_ANSWERS) return false;
-    return this.drop(new Error(`${MAX_GARBLED_ANSWERS} answers in a row were not the server's (last: ${(err as Error).message}); this run's unsent output is dropped`));
+    return this.drop(
+      new Error(
+        `${MAX_GARBLED_ANSWERS} answers in a row were not the server's (last: ${(err as Error).message}); this run's unsent output is dropped`,
+      ),
+    );
   }
 
   private drop(err: Error): true {

@@ -21,7 +21,11 @@ export class Registration {
   /** The worker's logger, naming its id once it has one. */
   log: Logger;
 
-  constructor(private client: Pick<SkipjackClient, 'register' | 'baseUrl'>, private opts: RegistrationOptions, private slots: number) {
+  constructor(
+    private client: Pick<SkipjackClient, 'register' | 'baseUrl'>,
+    private opts: RegistrationOptions,
+    private slots: number,
+  ) {
     this.log = opts.log;
   }
 
@@ -52,11 +56,12 @@ export class Registration {
         const delay = backoff.next();
         this.log.warn({ err: err.message, retryInMs: Math.round(delay) }, 'server unreachable; retrying registration');
         await sleep(delay, stopClaiming);
-        if (stopClaiming.aborted) throw new Error('stopped before the worker could register');
+        if (stopClaiming.aborted) throw new Error('stopped before the worker could register', { cause: err });
       }
     }
   }
 }
 
 /** The server's own answer that it does not know the worker, not a proxy's 404. */
-export const isUnknownWorker = (err: unknown) => err instanceof ApiRequestError && err.status === 404 && err.code === 'unknown_worker';
+export const isUnknownWorker = (err: unknown) =>
+  err instanceof ApiRequestError && err.status === 404 && err.code === 'unknown_worker';

@@ -111,8 +111,9 @@ export class ReleaseBatcher {
       const batch = this.queue.slice(0, MAX_BATCH);
       this.inFlight = batch.length;
       try {
-        const { results } = await this.client.request<{ results: ReleaseResult[] }>(
-          'POST', '/releases', { releases: batch.map((p) => p.item) });
+        const { results } = await this.client.request<{ results: ReleaseResult[] }>('POST', '/releases', {
+          releases: batch.map((p) => p.item),
+        });
         batch.forEach((p, i) => p.resolve(answer(results[i])));
         backoff.reset();
       } catch (err) {

@@ -33,7 +33,10 @@ export class RestartTracker {
     if (p.policy === 'on-failure' && !failed) return { action: 'end' };
     this.restarts = this.restarts.filter((t) => now - t < p.windowSeconds * 1000);
     if (this.restarts.length >= p.maxRestarts) {
-      return { action: 'crash_loop', error: `crash loop: ${this.restarts.length} restarts within ${p.windowSeconds}s; last run ${describe(result)}` };
+      return {
+        action: 'crash_loop',
+        error: `crash loop: ${this.restarts.length} restarts within ${p.windowSeconds}s; last run ${describe(result)}`,
+      };
     }
     const delayMs = Math.min(MAX_DELAY_MS, p.delaySeconds * 1000 * p.backoff ** this.restarts.length);
     this.restarts.push(now);

@@ -78,10 +78,13 @@ export class RunningJobs {
     }
     const { client, releases, allow, executor } = this.deps;
     const run = new JobRun(job, { client, releases, allow, executor, launch: this.deps.launch(), log }, claimSentAt);
-    const done = run.run().then(() => this.ended(run), (err) => {
-      log.error({ err }, 'job run failed unexpectedly; its lease will expire');
-      this.ended(run);
-    });
+    const done = run.run().then(
+      () => this.ended(run),
+      (err) => {
+        log.error({ err }, 'job run failed unexpectedly; its lease will expire');
+        this.ended(run);
+      },
+    );
     this.running.set(job.leaseToken, { run, done });
   }
 

@@ -50,10 +50,17 @@ class HelperChild extends EventEmitter implements LaunchedProcess {
   /** Output may still arrive after the exit, until both streams have ended. */
   openStreams = 2;
 
-  constructor(readonly id: number, readonly helper: ChildProcess, drop: () => void) {
+  constructor(
+    readonly id: number,
+    readonly helper: ChildProcess,
+    drop: () => void,
+  ) {
     super();
     // The supervisor destroys streams it gave up on (held open by an escaped process).
-    for (const s of [this.stdout, this.stderr]) s.once('close', () => { if (!s.writableEnded) drop(); });
+    for (const s of [this.stdout, this.stderr])
+      s.once('close', () => {
+        if (!s.writableEnded) drop();
+      });
   }
 }
 
@@ -77,7 +84,10 @@ function frameReader(onFrame: (msg: HelperMessage, payload: Buffer) => void): (d
       const jsonLength = buf.readUInt32BE(0);
       const end = HEADER_BYTES + jsonLength + buf.readUInt32BE(4);
       if (buf.length < end) break;
-      onFrame(JSON.parse(buf.subarray(HEADER_BYTES, HEADER_BYTES + jsonLength).toString()), buf.subarray(HEADER_BYTES + jsonLength, end));
+      onFrame(
+        JSON.parse(buf.subarray(HEADER_BYTES, HEADER_BYTES + jsonLength).toString()),
+        buf.subarray(HEADER_BYTES + jsonLength, end),
+      );
       buf = buf.subarray(end);
     }
     pending = Buffer.from(buf);
@@ -145,8 +155,15 @@ export class SpawnHelper {
   private running(): ChildProcess {
     if (this.helper && this.helper.exitCode === null && this.helper.signalCode === null) return this.helper;
     // Its own process group: a terminal's Ctrl-C is for the worker, which then stops the jobs.
-    const helper = spawn(this.python, [HELPER_PATH], { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
-    helper.stdout!.on('data', frameReader((msg, payload) => this.dispatch(helper, msg, payload)));
+    const helper = spawn(this.python, [HELPER_PATH], {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    helper.stdout!.on(
+      'data',
+      frameReader((msg, payload) => this.dispatch(helper, msg, payload)),
+    );
     helper.stderr!.on('data', (data: Buffer) => process.stderr.write(data));
     helper.stdin!.on('error', () => {}); // it died: 'close' below handles that
     // 'close', not 'exit': by then every frame it wrote has been read and dispatched.
@@ -160,7 +177,10 @@ export class SpawnHelper {
   /** Starting or running jobs, the helper keeps the worker's event loop alive; idle, it must not. */
   private holdOpen(helper: ChildProcess): void {
     const ref = this.children.size > 0 || !this.ready.has(helper);
-    for (const h of [helper, helper.stdin, helper.stdout, helper.stderr] as unknown as { ref(): void; unref(): void }[]) {
+    for (const h of [helper, helper.stdin, helper.stdout, helper.stderr] as unknown as {
+      ref(): void;
+      unref(): void;
+    }[]) {
       if (ref) h.ref();
       else h.unref();
     }
@@ -215,7 +235,7 @@ export class SpawnHelper {
       this.children.delete(child.id);
       if (child.pid === undefined) child.emit('error', new Error('the spawn helper exited before starting the job'));
       else {
-        child.emit('error', new Error('the spawn helper exited; the job\'s exit status is unknown'));
+        child.emit('error', new Error("the spawn helper exited; the job's exit status is unknown"));
         child.stdout.end();
         child.stderr.end();
         if (!child.exited) child.emit('exit', null, null);

@@ -36,6 +36,7 @@ import { constants as osConstants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { DEFAULT_OUTPUT_CAP_BYTES, OutputSequencer, type OutputChunk } from './output.js';
+import { buildJobEnv } from './job-env.js';
 import { launchInProcess, type LaunchedProcess, type Launcher } from './spawner.js';
 
 export type { OutputChunk } from './output.js';
@@ -96,33 +97,9 @@ export const DEFAULT_KILL_GRACE_SECONDS = 10;
 export const DEFAULT_OUTPUT_DRAIN_SECONDS = 2;
 export { DEFAULT_OUTPUT_CAP_BYTES };
 
-/**
- * Variables a job inherits from the worker. Everything else is left out on purpose: the worker's
- * environment holds its own credentials (API token, DATABASE_URL) that jobs must not see.
- * LC_* variables are inherited too.
- */
-export const INHERITED_ENV_NAMES: readonly string[] = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR'];
-const FALLBACK_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
 const GROUP_POLL_MS = 50;
 /** After SIGKILL a member can only linger in uninterruptible sleep; we stop waiting for it. */
 const GIVE_UP_AFTER_SIGKILL_MS = 5000;
-
-export function buildJobEnv(jobEnv: Record<string, string> = {}, parentEnv?: NodeJS.ProcessEnv): Record<string, string> {
-  return { ...(parentEnv ? inheritedFrom(parentEnv) : inheritedFromWorker()), ...jobEnv };
-}
-
-function inheritedFrom(parentEnv: NodeJS.ProcessEnv): Record<string, string> {
-  const env: Record<string, string> = { PATH: FALLBACK_PATH };
-  for (const [name, value] of Object.entries(parentEnv)) {
-    if (value !== undefined && (INHERITED_ENV_NAMES.includes(name) || name.startsWith('LC_'))) env[name] = value;
-  }
-  return env;
-}
-
-// Read once: walking process.env (a native object) took 7% of a worker's time on short jobs.
-let workerInherited: Record<string, string> | undefined;
-const inheritedFromWorker = () => (workerInherited ??= inheritedFrom(process.env));
 
 /** How the job's group is stopped: its signal, then SIGKILL after the grace. */
 const stopSettings = (spec: ProcessSpec) => ({
@@ -131,13 +108,21 @@ const stopSettings = (spec: ProcessSpec) => ({
 });
 
 /** `launch` starts the process in a new session (see spawner.ts): in this process by default. */
-export function superviseProcess(spec: ProcessSpec, onOutput: (chunk: OutputChunk) => void, launch: Launcher = launchInProcess): SupervisedProcess {
+export function superviseProcess(
+  spec: ProcessSpec,
+  onOutput: (chunk: OutputChunk) => void,
+  launch: Launcher = launchInProcess,
+): SupervisedProcess {
   const startedAt = performance.now();
   const problem = specProblem(spec);
   if (problem) return failedToStart(problem, startedAt);
   let child: LaunchedProcess;
   try {
-    child = launch(spec.command[0]!, spec.command.slice(1), { cwd: spec.cwd, env: buildJobEnv(spec.env), stop: stopSettings(spec) });
+    child = launch(spec.command[0]!, spec.command.slice(1), {
+      cwd: spec.cwd,
+      env: buildJobEnv(spec.env),
+      stop: stopSettings(spec),
+    });
   } catch (err) {
     return failedToStart(errorMessage(err), startedAt); // e.g. a NUL byte in an argument
   }
@@ -183,7 +168,9 @@ class Supervision implements SupervisedProcess {
     this.output = new OutputSequencer(spec.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES, (c) => this.emit(c));
     // In this process the pid is known at once; through the spawn helper, with 'spawn'. A failed
     // spawn (ENOENT, EACCES...) is an 'error' event before any pid.
-    const failed = (err: Error) => { if (this.pid === undefined) this.resolveDone(spawnFailedResult(err.message, startedAt)); };
+    const failed = (err: Error) => {
+      if (this.pid === undefined) this.resolveDone(spawnFailedResult(err.message, startedAt));
+    };
     child.once('error', failed);
     if (child.pid !== undefined) this.started(child.pid);
     else child.once('spawn', () => this.started(child.pid!));
@@ -267,7 +254,9 @@ class Supervision implements SupervisedProcess {
     const drainMs = (this.spec.outputDrainSeconds ?? DEFAULT_OUTPUT_DRAIN_SECONDS) * 1000;
     const closed = await raceTimeout(Promise.all(streams.map(whenClosed)), drainMs);
     if (closed) return;
-    this.warnings.push(`output pipes still open ${drainMs} ms after the job's process group was gone (held by a process that left the group); stopped reading`);
+    this.warnings.push(
+      `output pipes still open ${drainMs} ms after the job's process group was gone (held by a process that left the group); stopped reading`,
+    );
     streams.forEach((stream) => stream.destroy());
   }
 
@@ -300,8 +289,10 @@ function specProblem(spec: ProcessSpec): string | null {
   if (!Array.isArray(command) || command.length === 0 || !command[0]) return 'command is empty';
   if (command.some((arg) => typeof arg !== 'string')) return 'command must be an array of strings';
   if (timeoutSeconds !== undefined && !(timeoutSeconds > 0)) return `timeoutSeconds must be > 0, got ${timeoutSeconds}`;
-  if (killGraceSeconds !== undefined && !(killGraceSeconds >= 0)) return `killGraceSeconds must be >= 0, got ${killGraceSeconds}`;
-  if (outputDrainSeconds !== undefined && !(outputDrainSeconds >= 0)) return `outputDrainSeconds must be >= 0, got ${outputDrainSeconds}`;
+  if (killGraceSeconds !== undefined && !(killGraceSeconds >= 0))
+    return `killGraceSeconds must be >= 0, got ${killGraceSeconds}`;
+  if (outputDrainSeconds !== undefined && !(outputDrainSeconds >= 0))
+    return `outputDrainSeconds must be >= 0, got ${outputDrainSeconds}`;
   if (outputCapBytes !== undefined && !(Number.isInteger(outputCapBytes) && outputCapBytes >= 0)) {
     return `outputCapBytes must be a whole number >= 0, got ${outputCapBytes}`;
   }
@@ -392,7 +383,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 function setLongTimeout(callback: () => void, ms: number): () => void {
   let timer: NodeJS.Timeout;
   const arm = (left: number) => {
-    timer = setTimeout(() => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : callback()), Math.min(left, MAX_TIMER_MS));
+    timer = setTimeout(
+      () => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : callback()),
+      Math.min(left, MAX_TIMER_MS),
+    );
   };
   arm(ms);
   return () => clearTimeout(timer);

@@ -16,7 +16,11 @@ export interface CpuUse {
   workersMs: number | null;
 }
 
-interface Snapshot { postgres: number | null; bench: number; workers: number }
+interface Snapshot {
+  postgres: number | null;
+  bench: number;
+  workers: number;
+}
 
 /** Measures from `begin` to `end`; a peer's drain calls both around its enqueue and drain. */
 export class CpuMeter {
@@ -84,7 +88,11 @@ function clusterTicks(postmaster: number): number | null {
 
 function childrenOf(parent: number): number[] {
   try {
-    return readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }

@@ -35,7 +35,11 @@ export async function openPostgres(log: (s: string) => void): Promise<BenchPostg
   });
 }
 
-async function describe(adminUrl: string, source: BenchPostgres['source'], stop: () => Promise<void>): Promise<BenchPostgres> {
+async function describe(
+  adminUrl: string,
+  source: BenchPostgres['source'],
+  stop: () => Promise<void>,
+): Promise<BenchPostgres> {
   const version = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version as string;
   return { adminUrl, source, version, stop };
 }
@@ -101,7 +105,11 @@ export async function dropLeftoverDatabases(): Promise<void> {
   }
 }
 
-export async function withBenchDatabase<T>(pgs: BenchPostgres, label: string, fn: (url: string) => Promise<T>): Promise<T> {
+export async function withBenchDatabase<T>(
+  pgs: BenchPostgres,
+  label: string,
+  fn: (url: string) => Promise<T>,
+): Promise<T> {
   const db = await createBenchDatabase(pgs, label);
   try {
     return await fn(db.url);

@@ -13,7 +13,11 @@ export function startChild(command: string, args: string[], opts: SpawnOptions =
 }
 
 /** Node running a TypeScript entry through tsx. */
-export function startTsChild(entry: string, args: string[], opts: SpawnOptions & { nodeArgs?: string[] } = {}): ChildProcess {
+export function startTsChild(
+  entry: string,
+  args: string[],
+  opts: SpawnOptions & { nodeArgs?: string[] } = {},
+): ChildProcess {
   return startChild(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', entry, ...args], opts);
 }
 
@@ -42,10 +46,17 @@ export function killAllChildren(): void {
 }
 
 /** Resolves with the first stdout line matching, rejects if the child exits first. */
-export function waitForLine(child: ChildProcess, match: (line: string) => boolean, timeoutMs = 30_000): Promise<string> {
+export function waitForLine(
+  child: ChildProcess,
+  match: (line: string) => boolean,
+  timeoutMs = 30_000,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => done(new Error(`child ${child.pid}: no ready line within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => done(new Error(`child ${child.pid}: no ready line within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const onData = (d: Buffer) => {
       buf += d.toString();
       let i;
@@ -55,7 +66,8 @@ export function waitForLine(child: ChildProcess, match: (line: string) => boolea
         if (match(line)) return done(null, line);
       }
     };
-    const onExit = (code: number | null, sig: string | null) => done(new Error(`child ${child.pid} exited (${code ?? sig}) before it was ready`));
+    const onExit = (code: number | null, sig: string | null) =>
+      done(new Error(`child ${child.pid} exited (${code ?? sig}) before it was ready`));
     const done = (err: Error | null, line?: string) => {
       clearTimeout(timer);
       child.stdout?.off('data', onData);

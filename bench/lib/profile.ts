@@ -23,4 +23,5 @@ export async function profiled<T>(dir: string | undefined, name: string, fn: () 
 }
 
 /** Node flags for a child process so it writes its own profile into dir on exit. */
-export const childProfileArgs = (dir: string | undefined, name: string) => (dir ? ['--cpu-prof', '--cpu-prof-dir', join(dir, name)] : []);
+export const childProfileArgs = (dir: string | undefined, name: string) =>
+  dir ? ['--cpu-prof', '--cpu-prof-dir', join(dir, name)] : [];

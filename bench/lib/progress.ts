@@ -4,7 +4,10 @@ export class Progress {
   private last = 0;
   private tty = process.stderr.isTTY;
 
-  constructor(private label: string, private total: number) {}
+  constructor(
+    private label: string,
+    private total: number,
+  ) {}
 
   update(count: number): void {
     const now = performance.now();
@@ -17,7 +20,8 @@ export class Progress {
     const line = `${this.label.padEnd(28)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${count}/${this.total} ${rate.toFixed(0)}/s`;
     // Without a terminal, print a line every so often instead of redrawing.
     if (this.tty) process.stderr.write(`\r${line}\x1b[K`);
-    else if (count >= this.total || Math.floor(now / 5000) !== Math.floor((now - 200) / 5000)) process.stderr.write(line + '\n');
+    else if (count >= this.total || Math.floor(now / 5000) !== Math.floor((now - 200) / 5000))
+      process.stderr.write(line + '\n');
   }
 
   done(): void {

@@ -2,14 +2,17 @@
 // server's included), grouped by the statement's opening text. For breakdowns, not for timing claims.
 import pg from 'pg';
 
-interface Stat { count: number; totalMs: number }
+interface Stat {
+  count: number;
+  totalMs: number;
+}
 
 const stats = new Map<string, Stat>();
 let installed = false;
 let enabled = false;
 
 function key(q: unknown): string {
-  const text = typeof q === 'string' ? q : (q as { text?: string } | null)?.text ?? '(non-text query)';
+  const text = typeof q === 'string' ? q : ((q as { text?: string } | null)?.text ?? '(non-text query)');
   return text.replace(/\s+/g, ' ').trim().slice(0, 90);
 }
 
@@ -42,7 +45,13 @@ export function startQueryStats(): void {
 
 export function stopQueryStats(): { statement: string; count: number; totalMs: number; meanMs: number }[] {
   enabled = false;
-  return [...stats].map(([statement, s]) => ({ statement, count: s.count, totalMs: Math.round(s.totalMs), meanMs: Math.round((s.totalMs / s.count) * 100) / 100 }))
+  return [...stats]
+    .map(([statement, s]) => ({
+      statement,
+      count: s.count,
+      totalMs: Math.round(s.totalMs),
+      meanMs: Math.round((s.totalMs / s.count) * 100) / 100,
+    }))
     .sort((a, b) => b.totalMs - a.totalMs);
 }
 

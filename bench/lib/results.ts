@@ -31,7 +31,14 @@ export function machine(): ScenarioResult['machine'] {
 
 /** Skipjack over the peer. Throughput above 1 is better for Skipjack; latency below 1 is. */
 export function ratio(skipjack: number | undefined, peer: number | undefined): number | null {
-  if (skipjack === undefined || peer === undefined || !Number.isFinite(skipjack) || !Number.isFinite(peer) || peer === 0) return null;
+  if (
+    skipjack === undefined ||
+    peer === undefined ||
+    !Number.isFinite(skipjack) ||
+    !Number.isFinite(peer) ||
+    peer === 0
+  )
+    return null;
   return Math.round((skipjack / peer) * 1000) / 1000;
 }
 
@@ -46,7 +53,9 @@ export function writeResult(result: ScenarioResult): string {
 
 /** A plain text table: the first row is the header. */
 export function table(rows: (string | number | null | undefined)[][]): string {
-  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : typeof c === 'number' ? fmt(c) : c)));
+  const cells = rows.map((r) =>
+    r.map((c) => (c === null || c === undefined ? '-' : typeof c === 'number' ? fmt(c) : c)),
+  );
   const widths = cells[0].map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');

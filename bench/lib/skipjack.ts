@@ -47,7 +47,12 @@ export interface WorkerProcs {
 }
 
 /** Noop workers (bench/worker-process.ts), or real ones through the CLI with kind 'cli'. */
-export async function startWorkers(serverUrl: string, count: number, slots: number, opts: { kind?: 'noop' | 'cli'; extraArgs?: string[]; nodeArgs?: string[]; onStdout?: (line: string) => void } = {}): Promise<WorkerProcs> {
+export async function startWorkers(
+  serverUrl: string,
+  count: number,
+  slots: number,
+  opts: { kind?: 'noop' | 'cli'; extraArgs?: string[]; nodeArgs?: string[]; onStdout?: (line: string) => void } = {},
+): Promise<WorkerProcs> {
   const procs: ChildProcess[] = [];
   const ids: string[] = [];
   const env = { ...process.env, LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL ?? 'warn' };
@@ -55,9 +60,27 @@ export async function startWorkers(serverUrl: string, count: number, slots: numb
   const nodeArgs = [...launcherNodeFlags(), ...(opts.nodeArgs ?? [])];
   try {
     for (let i = 0; i < count; i++) {
-      const child = opts.kind === 'cli'
-        ? startTsChild(join(repoRoot, 'cli/main.ts'), ['--server', serverUrl, 'worker', '--slots', String(slots), '--name', `bench-cli-${i}`, ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs })
-        : startTsChild(join(benchRoot, 'worker-process.ts'), ['--server', serverUrl, '--slots', String(slots), ...(opts.extraArgs ?? [])], { cwd: repoRoot, env, nodeArgs });
+      const child =
+        opts.kind === 'cli'
+          ? startTsChild(
+              join(repoRoot, 'cli/main.ts'),
+              [
+                '--server',
+                serverUrl,
+                'worker',
+                '--slots',
+                String(slots),
+                '--name',
+                `bench-cli-${i}`,
+                ...(opts.extraArgs ?? []),
+              ],
+              { cwd: repoRoot, env, nodeArgs },
+            )
+          : startTsChild(
+              join(benchRoot, 'worker-process.ts'),
+              ['--server', serverUrl, '--slots', String(slots), ...(opts.extraArgs ?? [])],
+              { cwd: repoRoot, env, nodeArgs },
+            );
       procs.push(child);
     }
     if (opts.kind === 'cli') {
@@ -75,7 +98,8 @@ export async function startWorkers(serverUrl: string, count: number, slots: numb
         await sleep(100);
       }
     } else {
-      for (const line of await Promise.all(procs.map((p) => waitForLine(p, (l) => l.startsWith('ready '))))) ids.push(line.split(' ')[1]);
+      for (const line of await Promise.all(procs.map((p) => waitForLine(p, (l) => l.startsWith('ready ')))))
+        ids.push(line.split(' ')[1]);
     }
     if (opts.onStdout) {
       for (const p of procs) {
@@ -104,15 +128,23 @@ export async function startWorkers(serverUrl: string, count: number, slots: numb
  * processes run with them too, as `skipjack worker` does, whichever entry they start from.
  */
 export function launcherNodeFlags(): string[] {
-  const line = readFileSync(join(repoRoot, 'bin/skipjack'), 'utf8').split('\n').find((l) => l.startsWith('exec node '));
+  const line = readFileSync(join(repoRoot, 'bin/skipjack'), 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('exec node '));
   if (!line) throw new Error('bin/skipjack has no "exec node" line to take the Node flags from');
   return line.split(/\s+/).filter((word) => word.startsWith('--'));
 }
 
 /** Enqueue n copies of a job through POST /jobs {jobs: [...]}, in batches. */
-export async function enqueueMany(client: SkipjackClient, n: number, job: EnqueueJob, label: string, batch = 2000): Promise<void> {
+export async function enqueueMany(
+  client: SkipjackClient,
+  n: number,
+  job: EnqueueJob,
+  label: string,
+  batch = 2000,
+): Promise<void> {
   const progress = new Progress(label, n);
-  for (let done = 0; done < n; ) {
+  for (let done = 0; done < n;) {
     const size = Math.min(batch, n - done);
     await client.enqueueBatch(Array.from({ length: size }, () => job));
     done += size;
@@ -141,7 +173,9 @@ export async function waitTerminal(sj: Skipjack, total: number, label: string, t
   const progress = new Progress(label, total);
   const deadline = Date.now() + timeoutMs;
   const releases = async () => (await sj.server.metrics.released.get()).values.reduce((n, v) => n + v.value, 0);
-  const terminal = async () => (await sj.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled')`)).rows[0].n as number;
+  const terminal = async () =>
+    (await sj.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled')`))
+      .rows[0].n as number;
   const before = await releases();
   let counted = Date.now();
   try {
@@ -152,7 +186,8 @@ export async function waitTerminal(sj: Skipjack, total: number, label: string, t
         counted = Date.now();
         if ((await terminal()) >= total) return;
       }
-      if (Date.now() > deadline) throw new Error(`${label}: only ${await terminal()}/${total} jobs finished within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`${label}: only ${await terminal()}/${total} jobs finished within ${timeoutMs} ms`);
       await sleep(n >= total ? 100 : 20);
     }
   } finally {
@@ -161,7 +196,9 @@ export async function waitTerminal(sj: Skipjack, total: number, label: string, t
 }
 
 /** First claim to last release, from the database: jobs/s over that span. */
-export async function drainSpan(pool: pg.Pool): Promise<{ jobs: number; seconds: number; jobsPerSec: number; failed: number }> {
+export async function drainSpan(
+  pool: pg.Pool,
+): Promise<{ jobs: number; seconds: number; jobsPerSec: number; failed: number }> {
   const { rows } = await pool.query(`
     SELECT count(*)::int AS n, count(*) FILTER (WHERE state <> 'succeeded')::int AS failed,
            extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s

@@ -32,7 +32,12 @@ export const round = (v: number, digits = 2) => Math.round(v * 10 ** digits) / 1
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `done` every `everyMs` until it holds; a peer that stops making progress fails the run instead of hanging it. */
-export async function pollUntil(what: string, done: () => boolean | Promise<boolean>, everyMs: number, timeoutMs = 600_000): Promise<void> {
+export async function pollUntil(
+  what: string,
+  done: () => boolean | Promise<boolean>,
+  everyMs: number,
+  timeoutMs = 600_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`${what}: not done within ${timeoutMs / 1000} s`);
@@ -47,7 +52,13 @@ export const wallMs = () => performance.timeOrigin + performance.now();
  * The latency scenario's load: one job every gapMs (sent with its send time), then wait up to
  * 30 s for `samples` to fill. Peers share it, so each is paced the same way.
  */
-export async function sendPaced(n: number, gapMs: number, send: (sentAt: number) => Promise<unknown>, samples: number[], progress: { update(done: number): void }): Promise<void> {
+export async function sendPaced(
+  n: number,
+  gapMs: number,
+  send: (sentAt: number) => Promise<unknown>,
+  samples: number[],
+  progress: { update(done: number): void },
+): Promise<void> {
   await sleep(500);
   const t0 = wallMs();
   for (let i = 0; i < n; i++) {

@@ -33,7 +33,11 @@ async function utils(pgPool: pg.Pool): Promise<WorkerUtils> {
   return makeWorkerUtils({ pgPool, logger: silent });
 }
 
-function startRunner(pgPool: pg.Pool, v: GraphileVariant, taskList: Record<string, (payload: unknown) => Promise<void>>): Promise<Runner> {
+function startRunner(
+  pgPool: pg.Pool,
+  v: GraphileVariant,
+  taskList: Record<string, (payload: unknown) => Promise<void>>,
+): Promise<Runner> {
   return run({
     pgPool,
     concurrency: v.concurrency ?? 1,
@@ -52,12 +56,17 @@ export interface DrainResult {
 }
 
 /** n queued noop jobs, then a runner drains them: first task start to the last job gone from the table. */
-export async function graphileDrain(connectionString: string, n: number, v: GraphileVariant, cpu?: CpuMeter): Promise<DrainResult> {
+export async function graphileDrain(
+  connectionString: string,
+  n: number,
+  v: GraphileVariant,
+  cpu?: CpuMeter,
+): Promise<DrainResult> {
   const own = ownPool(connectionString);
   const wu = await utils(own);
   await cpu?.begin(own);
   const add = new Progress(`graphile: enqueue`, n);
-  for (let done = 0; done < n; ) {
+  for (let done = 0; done < n;) {
     const size = Math.min(2000, n - done);
     await wu.addJobs(Array.from({ length: size }, () => ({ identifier: 'noop', payload: {} })));
     done += size;
@@ -75,15 +84,23 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
   const pool = benchPool(connectionString, 1);
   let end: number;
   try {
-    await pollUntil('graphile: drain', () => {
-      progress.update(handled);
-      return handled >= n;
-    }, 20);
+    await pollUntil(
+      'graphile: drain',
+      () => {
+        progress.update(handled);
+        return handled >= n;
+      },
+      20,
+    );
     // Completions may be batched after the task returns: the job is done when its row is gone.
-    await pollUntil('graphile: completions', async () => {
-      const { rows } = await pool.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
-      return rows[0].n === 0;
-    }, 2);
+    await pollUntil(
+      'graphile: completions',
+      async () => {
+        const { rows } = await pool.query('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
+        return rows[0].n === 0;
+      },
+      2,
+    );
     end = wallMs();
     cpu?.end();
     progress.update(n);
@@ -99,7 +116,13 @@ export async function graphileDrain(connectionString: string, n: number, v: Grap
 }
 
 /** Single jobs `gapMs` apart into an idle runner: addJob call to task start; the first `warmup` are not counted. */
-export async function graphileLatency(connectionString: string, n: number, gapMs: number, v: GraphileVariant, warmup = 0): Promise<LatencySummary & { variant: string }> {
+export async function graphileLatency(
+  connectionString: string,
+  n: number,
+  gapMs: number,
+  v: GraphileVariant,
+  warmup = 0,
+): Promise<LatencySummary & { variant: string }> {
   const own = ownPool(connectionString);
   const wu = await utils(own);
   const samples: number[] = [];

@@ -38,16 +38,24 @@ async function startBoss(connectionString: string, v: PgBossVariant, queue: stri
 }
 
 /** n queued noop jobs, then workers drain them: min(started_on) to max(completed_on) in pg-boss's table. */
-export async function pgbossDrain(connectionString: string, n: number, v: PgBossVariant, cpu?: CpuMeter): Promise<DrainResult> {
+export async function pgbossDrain(
+  connectionString: string,
+  n: number,
+  v: PgBossVariant,
+  cpu?: CpuMeter,
+): Promise<DrainResult> {
   const boss = await startBoss(connectionString, v, 'noop');
   const pool = benchPool(connectionString, 1);
   let progress: Progress | null = null;
   try {
     await cpu?.begin(pool);
     const add = new Progress('pg-boss: enqueue', n);
-    for (let done = 0; done < n; ) {
+    for (let done = 0; done < n;) {
       const size = Math.min(2000, n - done);
-      await boss.insert('noop', Array.from({ length: size }, () => ({ data: {} })));
+      await boss.insert(
+        'noop',
+        Array.from({ length: size }, () => ({ data: {} })),
+      );
       done += size;
       add.update(done);
     }
@@ -58,20 +66,37 @@ export async function pgbossDrain(connectionString: string, n: number, v: PgBoss
       handled += jobs.length;
     });
     // Progress from the handler's count, in memory, as for the others; then the table, to the last completion.
-    await pollUntil('pg-boss: drain', () => {
-      progress!.update(handled);
-      return handled >= n;
-    }, 20);
-    await pollUntil('pg-boss: completions', async () => {
-      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'noop' AND state = 'completed'`);
-      return rows[0].n >= n;
-    }, 5);
+    await pollUntil(
+      'pg-boss: drain',
+      () => {
+        progress!.update(handled);
+        return handled >= n;
+      },
+      20,
+    );
+    await pollUntil(
+      'pg-boss: completions',
+      async () => {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'noop' AND state = 'completed'`,
+        );
+        return rows[0].n >= n;
+      },
+      5,
+    );
     progress.update(n);
     cpu?.end();
     progress.done();
-    const { rows } = await pool.query(`SELECT extract(epoch FROM max(completed_on) - min(started_on))::float8 AS s FROM pgboss.job WHERE name = 'noop'`);
+    const { rows } = await pool.query(
+      `SELECT extract(epoch FROM max(completed_on) - min(started_on))::float8 AS s FROM pgboss.job WHERE name = 'noop'`,
+    );
     const seconds = rows[0].s as number;
-    return { variant: v.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
+    return {
+      variant: v.name,
+      jobs: n,
+      seconds: Math.round(seconds * 1000) / 1000,
+      jobsPerSec: Math.round(n / seconds),
+    };
   } finally {
     progress?.done();
     await boss.stop({ graceful: true, timeout: 5000 });
@@ -80,7 +105,13 @@ export async function pgbossDrain(connectionString: string, n: number, v: PgBoss
 }
 
 /** Single jobs `gapMs` apart into idle workers: send() call to handler start. */
-export async function pgbossLatency(connectionString: string, n: number, gapMs: number, v: PgBossVariant, warmup = 0): Promise<LatencySummary & { variant: string }> {
+export async function pgbossLatency(
+  connectionString: string,
+  n: number,
+  gapMs: number,
+  v: PgBossVariant,
+  warmup = 0,
+): Promise<LatencySummary & { variant: string }> {
   const boss = await startBoss(connectionString, v, 'lat');
   const samples: number[] = [];
   const progress = new Progress('pg-boss: latency', n + warmup);

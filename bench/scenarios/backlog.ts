@@ -18,10 +18,13 @@ async function measure(ctx: ScenarioContext, pending: number, claims: number) {
     await sj.pool.query('ALTER TABLE jobs DISABLE TRIGGER jobs_notify_insert');
     for (let done = 0; done < pending; done += chunk) {
       const size = Math.min(chunk, pending - done);
-      await sj.pool.query(`
+      await sj.pool.query(
+        `
         INSERT INTO jobs (command, regions)
         SELECT '{/bin/true}', CASE WHEN g % 2 = 0 THEN '{ord}'::text[] ELSE '{mad}'::text[] END
-        FROM generate_series($1::int, $2::int) g`, [done + 1, done + size]);
+        FROM generate_series($1::int, $2::int) g`,
+        [done + 1, done + size],
+      );
       fill.update(done + size);
     }
     fill.done();
@@ -48,7 +51,9 @@ async function measure(ctx: ScenarioContext, pending: number, claims: number) {
       }
     }
     progress.done();
-    const { rows } = await sj.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'succeeded' AND regions = '{ord}'`);
+    const { rows } = await sj.pool.query(
+      `SELECT count(*)::int AS n FROM jobs WHERE state = 'succeeded' AND regions = '{ord}'`,
+    );
     if (rows[0].n !== 0) throw new Error(`${rows[0].n} jobs bound to ord ran on a mad worker`);
     return { pending, claim: summarize(claimMs), claimAndRelease: summarize(cycleMs) };
   } finally {
@@ -74,7 +79,10 @@ export async function backlog(ctx: ScenarioContext): Promise<ScenarioOutput> {
     ratios: {
       [`claim p50 ${key(big.pending)}/${key(small.pending)}`]: ratio(big.claim.p50Ms, small.claim.p50Ms),
       [`claim p99 ${key(big.pending)}/${key(small.pending)}`]: ratio(big.claim.p99Ms, small.claim.p99Ms),
-      [`claim+release p50 ${key(big.pending)}/${key(small.pending)}`]: ratio(big.claimAndRelease.p50Ms, small.claimAndRelease.p50Ms),
+      [`claim+release p50 ${key(big.pending)}/${key(small.pending)}`]: ratio(
+        big.claimAndRelease.p50Ms,
+        small.claimAndRelease.p50Ms,
+      ),
     },
     notes: [
       'Pending jobs inserted with INSERT ... SELECT generate_series, half with regions {ord}, half {mad}; the claiming worker is in mad (slots 1000).',
@@ -82,7 +90,14 @@ export async function backlog(ctx: ScenarioContext): Promise<ScenarioOutput> {
     ],
     table: table([
       ['pending', 'claim p50', 'claim p99', 'claim max', 'claim+release p50', 'claim+release p99'],
-      ...runs.map((r) => [r.pending, r.claim.p50Ms, r.claim.p99Ms, r.claim.maxMs, r.claimAndRelease.p50Ms, r.claimAndRelease.p99Ms]),
+      ...runs.map((r) => [
+        r.pending,
+        r.claim.p50Ms,
+        r.claim.p99Ms,
+        r.claim.maxMs,
+        r.claimAndRelease.p50Ms,
+        r.claimAndRelease.p99Ms,
+      ]),
     ]),
   };
 }

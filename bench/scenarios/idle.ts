@@ -22,7 +22,10 @@ interface Window {
 
 async function xacts(pool: pg.Pool, dbName: string): Promise<number> {
   await pool.query('SELECT pg_stat_clear_snapshot()');
-  const { rows } = await pool.query('SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = $1', [dbName]);
+  const { rows } = await pool.query(
+    'SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = $1',
+    [dbName],
+  );
   return rows[0].n;
 }
 
@@ -60,7 +63,11 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
     await sleep(1000);
     const baseline = await measureWindow(sj.pool, db.name, Math.min(seconds, 10), 'idle: server alone');
     note(`server alone: ${baseline.transactionsPerSec} tx/s, ${baseline.serverCpuPercent}% CPU`);
-    const child = startTsChild(join(benchRoot, 'idle-pollers.ts'), ['--server', sj.server.url, '--count', String(count)], { cwd: repoRoot });
+    const child = startTsChild(
+      join(benchRoot, 'idle-pollers.ts'),
+      ['--server', sj.server.url, '--count', String(count)],
+      { cwd: repoRoot },
+    );
     let stats = '';
     try {
       await waitForLine(child, (l) => l.startsWith('ready '), 60_000);
@@ -69,11 +76,20 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
       // measures what idle workers cost, not what joining costs.
       await sleep(10_000);
       const loaded = await measureWindow(sj.pool, db.name, seconds, `idle: ${count} pollers`);
-      note(`${count} pollers: ${loaded.transactionsPerSec} tx/s, ${loaded.statementsPerSec} statements/s, ${loaded.serverCpuPercent}% CPU`);
+      note(
+        `${count} pollers: ${loaded.transactionsPerSec} tx/s, ${loaded.statementsPerSec} statements/s, ${loaded.serverCpuPercent}% CPU`,
+      );
       // Nearly idle: single jobs now and then. Each wakes one worker, not all of them.
       const trickle = setInterval(() => void sj.client.enqueue({ command: ['true'] }).catch(() => {}), TRICKLE_MS);
-      const trickled = await measureWindow(sj.pool, db.name, seconds, `idle: ${count} pollers, a job every ${TRICKLE_MS} ms`).finally(() => clearInterval(trickle));
-      note(`${count} pollers, a job every ${TRICKLE_MS} ms: ${trickled.transactionsPerSec} tx/s, ${trickled.statementsPerSec} statements/s, ${trickled.serverCpuPercent}% CPU`);
+      const trickled = await measureWindow(
+        sj.pool,
+        db.name,
+        seconds,
+        `idle: ${count} pollers, a job every ${TRICKLE_MS} ms`,
+      ).finally(() => clearInterval(trickle));
+      note(
+        `${count} pollers, a job every ${TRICKLE_MS} ms: ${trickled.transactionsPerSec} tx/s, ${trickled.statementsPerSec} statements/s, ${trickled.serverCpuPercent}% CPU`,
+      );
       await stopChild(child);
       const per = (v: number, b: number) => round((v - b) / count, 3);
       return {
@@ -92,7 +108,8 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
         },
         peers: {},
         ratios: {
-          'transactions/s with pollers over server alone': baseline.transactionsPerSec > 0 ? round(loaded.transactionsPerSec / baseline.transactionsPerSec, 2) : null,
+          'transactions/s with pollers over server alone':
+            baseline.transactionsPerSec > 0 ? round(loaded.transactionsPerSec / baseline.transactionsPerSec, 2) : null,
         },
         notes: [
           `${count} raw long-poll loops (register; POST /claims waitMs 30000 in a loop; POST /workers/:id/heartbeat every heartbeatIntervalMs, held by the server for that interval as the agent asks) in a child process.`,
@@ -102,9 +119,27 @@ export async function idle(ctx: ScenarioContext): Promise<ScenarioOutput> {
         ],
         table: table([
           ['', 'seconds', 'tx/s', 'statements/s', 'server CPU %'],
-          ['server alone', baseline.seconds, baseline.transactionsPerSec, baseline.statementsPerSec, baseline.serverCpuPercent],
-          [`${count} idle pollers`, loaded.seconds, loaded.transactionsPerSec, loaded.statementsPerSec, loaded.serverCpuPercent],
-          [`... and a job every ${TRICKLE_MS} ms`, trickled.seconds, trickled.transactionsPerSec, trickled.statementsPerSec, trickled.serverCpuPercent],
+          [
+            'server alone',
+            baseline.seconds,
+            baseline.transactionsPerSec,
+            baseline.statementsPerSec,
+            baseline.serverCpuPercent,
+          ],
+          [
+            `${count} idle pollers`,
+            loaded.seconds,
+            loaded.transactionsPerSec,
+            loaded.statementsPerSec,
+            loaded.serverCpuPercent,
+          ],
+          [
+            `... and a job every ${TRICKLE_MS} ms`,
+            trickled.seconds,
+            trickled.transactionsPerSec,
+            trickled.statementsPerSec,
+            trickled.serverCpuPercent,
+          ],
         ]),
       };
     } finally {

@@ -20,13 +20,13 @@ async function skipjackLatency(ctx: ScenarioContext, n: number, gapMs: number, w
   let workers: WorkerProcs | undefined;
   const progress = new Progress('skipjack: latency', n + warmup);
   try {
-  workers = await startWorkers(sj.server.url, 1, 16, {
-    extraArgs: ['--record-starts'],
-    onStdout: (line) => {
-      const [tag, id, t] = line.split(' ');
-      if (tag === 'start') starts.set(Number(id), Number(t));
-    },
-  });
+    workers = await startWorkers(sj.server.url, 1, 16, {
+      extraArgs: ['--record-starts'],
+      onStdout: (line) => {
+        const [tag, id, t] = line.split(' ');
+        if (tag === 'start') starts.set(Number(id), Number(t));
+      },
+    });
     await sleep(500);
     const t0 = wallMs();
     for (let i = 0; i < n + warmup; i++) {
@@ -41,7 +41,9 @@ async function skipjackLatency(ctx: ScenarioContext, n: number, gapMs: number, w
     while (starts.size < n + warmup && Date.now() < deadline) await sleep(20);
     progress.update(starts.size);
     progress.done();
-    const { rows } = await sj.pool.query(`SELECT id, extract(epoch FROM started_at)::float8 * 1000 AS started FROM jobs WHERE started_at IS NOT NULL`);
+    const { rows } = await sj.pool.query(
+      `SELECT id, extract(epoch FROM started_at)::float8 * 1000 AS started FROM jobs WHERE started_at IS NOT NULL`,
+    );
     const toStart: number[] = [];
     const toClaim: number[] = [];
     for (const [id, t] of enqueued) {
@@ -70,11 +72,17 @@ export async function latency(ctx: ScenarioContext): Promise<ScenarioOutput> {
   const warmup = 200;
   const sj = await skipjackLatency(ctx, n, gapMs, warmup);
   note(`skipjack: p50 ${sj.executorStart.p50Ms} ms, p99 ${sj.executorStart.p99Ms} ms`);
-  const gw = await withBenchDatabase(ctx.pg, 'gw_latency', (url) => graphileLatency(url, n, gapMs, graphileDefaults, warmup));
+  const gw = await withBenchDatabase(ctx.pg, 'gw_latency', (url) =>
+    graphileLatency(url, n, gapMs, graphileDefaults, warmup),
+  );
   note(`graphile-worker: p50 ${gw.p50Ms} ms, p99 ${gw.p99Ms} ms`);
-  const pbPoll = await withBenchDatabase(ctx.pg, 'pgboss_lat_poll', (url) => pgbossLatency(url, n, gapMs, pgbossPolling, warmup));
+  const pbPoll = await withBenchDatabase(ctx.pg, 'pgboss_lat_poll', (url) =>
+    pgbossLatency(url, n, gapMs, pgbossPolling, warmup),
+  );
   note(`pg-boss ${pbPoll.variant}: p50 ${pbPoll.p50Ms} ms`);
-  const pbNotify = await withBenchDatabase(ctx.pg, 'pgboss_lat_notify', (url) => pgbossLatency(url, n, gapMs, pgbossNotify, warmup));
+  const pbNotify = await withBenchDatabase(ctx.pg, 'pgboss_lat_notify', (url) =>
+    pgbossLatency(url, n, gapMs, pgbossNotify, warmup),
+  );
   note(`pg-boss ${pbNotify.variant}: p50 ${pbNotify.p50Ms} ms`);
   // A variant that finished no counted job (polling every 2 s may not, in the time given) is not a candidate.
   const pbBest = !(pbPoll.n > 0) || pbNotify.p50Ms <= pbPoll.p50Ms ? pbNotify : pbPoll;

@@ -19,7 +19,10 @@ async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
   try {
     await enqueueMany(sj.client, n, { command: [TRUE] }, 'skipjack: enqueue');
     return await profiled(ctx.profileDir, 'process', async () => {
-      const workers = await startWorkers(sj.server.url, 1, slots, { kind: 'cli', nodeArgs: childProfileArgs(ctx.profileDir, 'worker-process') });
+      const workers = await startWorkers(sj.server.url, 1, slots, {
+        kind: 'cli',
+        nodeArgs: childProfileArgs(ctx.profileDir, 'worker-process'),
+      });
       try {
         await waitTerminal(sj, n, `skipjack: ${slots} slots`);
       } finally {
@@ -36,7 +39,11 @@ async function skipjackRun(ctx: ScenarioContext, n: number, slots: number) {
 /** bench/spawn-loop.mjs in a fresh Node process: spawn() with piped output and a new session, like the supervisor. */
 function nodeLoop(n: number, conc: number): { seconds: number; jobsPerSec: number } {
   note('node spawn loop: running in its own process');
-  const seconds = Number(execFileSync(process.execPath, [join(benchRoot, 'spawn-loop.mjs'), TRUE, String(n), String(conc)]).toString().trim());
+  const seconds = Number(
+    execFileSync(process.execPath, [join(benchRoot, 'spawn-loop.mjs'), TRUE, String(n), String(conc)])
+      .toString()
+      .trim(),
+  );
   return { seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
 }
 
@@ -46,7 +53,11 @@ function posixSpawnLoop(n: number, conc: number): { seconds: number; jobsPerSec:
   try {
     const bin = join(dir, 'spawn-true');
     execFileSync('cc', ['-O2', '-o', bin, join(benchRoot, 'spawn-true.c')], { stdio: 'inherit' });
-    const seconds = Number(execFileSync(bin, [TRUE, String(n), String(conc)]).toString().trim());
+    const seconds = Number(
+      execFileSync(bin, [TRUE, String(n), String(conc)])
+        .toString()
+        .trim(),
+    );
     return { seconds: Math.round(seconds * 1000) / 1000, jobsPerSec: Math.round(n / seconds) };
   } catch (err) {
     note(`posix_spawn baseline skipped: ${(err as Error).message}`);
@@ -70,7 +81,10 @@ export async function processSpawn(ctx: ScenarioContext): Promise<ScenarioOutput
   return {
     skipjack: { concurrency: slots, ...sj },
     peers,
-    ratios: { 'jobsPerSec vs node-spawn-loop': ratio(sj.jobsPerSec, nodeRes.jobsPerSec), 'jobsPerSec vs posix_spawn': c ? ratio(sj.jobsPerSec, c.jobsPerSec) : null },
+    ratios: {
+      'jobsPerSec vs node-spawn-loop': ratio(sj.jobsPerSec, nodeRes.jobsPerSec),
+      'jobsPerSec vs posix_spawn': c ? ratio(sj.jobsPerSec, c.jobsPerSec) : null,
+    },
     notes: [
       `${n} ${TRUE} jobs at concurrency ${slots}. Skipjack: one CLI worker (skipjack worker --slots ${slots}), process executor; min(started_at) to max(finished_at).`,
       'node loop: bench/spawn-loop.mjs in a fresh Node process, child_process.spawn with piped stdout/stderr and detached (a new session), waits for close. posix_spawn: C loop compiled into a temp dir, waitpid(-1).',

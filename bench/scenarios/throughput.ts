@@ -21,20 +21,29 @@ async function skipjackDrain(ctx: ScenarioContext, n: number, c: SkipjackConfig)
   const sj = await startSkipjack(db.url);
   try {
     return await profiled(ctx.profileDir, `throughput-${label}`, async () => {
-      const workers = await startWorkers(sj.server.url, c.processes, c.slots, { nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`) });
+      const workers = await startWorkers(sj.server.url, c.processes, c.slots, {
+        nodeArgs: childProfileArgs(ctx.profileDir, `worker-${label}`),
+      });
       const cpu = new CpuMeter();
       try {
         await insertBacklog(sj.pool, n, ['true']);
         await waitTerminal(sj, n, `skipjack ${label}: warm-up`);
         await sj.pool.query('TRUNCATE jobs, job_attempts, job_logs');
-        await cpu.begin(sj.pool, workers.procs.map((p) => p.pid!));
+        await cpu.begin(
+          sj.pool,
+          workers.procs.map((p) => p.pid!),
+        );
         await insertBacklog(sj.pool, n, ['true']);
         await waitTerminal(sj, n, `skipjack ${label}: drain`);
         cpu.end();
       } finally {
         await workers.stop();
       }
-      return { config: `${c.processes} process${c.processes > 1 ? 'es' : ''} x ${c.slots} slots`, ...(await drainSpan(sj.pool)), cpuUsPerJob: perJob(cpu.use, n) };
+      return {
+        config: `${c.processes} process${c.processes > 1 ? 'es' : ''} x ${c.slots} slots`,
+        ...(await drainSpan(sj.pool)),
+        cpuUsPerJob: perJob(cpu.use, n),
+      };
     });
   } finally {
     await sj.close();
@@ -57,10 +66,20 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
   const rounds = ctx.quick ? 1 : 3;
   // 1,000 slots: a request claims, and carries, at most that many (MAX_BATCH).
   const configs: SkipjackConfig[] = ctx.quick
-    ? [{ processes: 1, slots: 1000 }, { processes: 2, slots: 1000 }]
-    : [{ processes: 1, slots: 1000 }, { processes: 2, slots: 1000 }, { processes: 3, slots: 1000 }];
+    ? [
+        { processes: 1, slots: 1000 },
+        { processes: 2, slots: 1000 },
+      ]
+    : [
+        { processes: 1, slots: 1000 },
+        { processes: 2, slots: 1000 },
+        { processes: 3, slots: 1000 },
+      ];
   // Each peer variant drains a warm-up backlog on a database of its own first, as Skipjack's workers do.
-  const measured = async (label: string, drain: (url: string, jobs: number, cpu?: CpuMeter) => Promise<DrainResult>): Promise<Run> => {
+  const measured = async (
+    label: string,
+    drain: (url: string, jobs: number, cpu?: CpuMeter) => Promise<DrainResult>,
+  ): Promise<Run> => {
     await withBenchDatabase(ctx.pg, `${label}_warm`, (url) => drain(url, n));
     const cpu = new CpuMeter();
     const r = await withBenchDatabase(ctx.pg, label, (url) => drain(url, n, cpu));
@@ -69,17 +88,36 @@ export async function throughput(ctx: ScenarioContext): Promise<ScenarioOutput> 
   // Alternate: a Skipjack config, then a peer variant, and so on, each on a fresh database.
   const steps: [string, () => Promise<Run>][] = [];
   const peerSteps: [string, () => Promise<Run>][] = [
-    ['graphile-worker', () => measured('gw_default', (url, jobs, cpu) => graphileDrain(url, jobs, graphileDefault, cpu))],
+    [
+      'graphile-worker',
+      () => measured('gw_default', (url, jobs, cpu) => graphileDrain(url, jobs, graphileDefault, cpu)),
+    ],
     ['pg-boss', () => measured('pgboss', (url, jobs, cpu) => pgbossDrain(url, jobs, pgbossThroughput, cpu))],
-    ['graphile-worker', () => measured('gw_batched', (url, jobs, cpu) => graphileDrain(url, jobs, graphileBatched, cpu))],
+    [
+      'graphile-worker',
+      () => measured('gw_batched', (url, jobs, cpu) => graphileDrain(url, jobs, graphileBatched, cpu)),
+    ],
   ];
   for (let i = 0; i < Math.max(configs.length, peerSteps.length); i++) {
-    if (configs[i]) steps.push(['skipjack', async () => { const r = await skipjackDrain(ctx, n, configs[i]); return { ...r, name: r.config }; }]);
+    if (configs[i])
+      steps.push([
+        'skipjack',
+        async () => {
+          const r = await skipjackDrain(ctx, n, configs[i]);
+          return { ...r, name: r.config };
+        },
+      ]);
     if (peerSteps[i]) steps.push(peerSteps[i]);
   }
   const runs = await inRounds(steps, rounds);
   const best = Object.fromEntries(Object.entries(runs).map(([system, xs]) => [system, bestByMedian(system, xs)]));
-  const summary = (b: Median) => ({ jobsPerSec: b.median.jobsPerSec, seconds: b.median.seconds, best: b.name, spread: b.spread, runs: runs[b.system] });
+  const summary = (b: Median) => ({
+    jobsPerSec: b.median.jobsPerSec,
+    seconds: b.median.seconds,
+    best: b.name,
+    spread: b.spread,
+    runs: runs[b.system],
+  });
   const peers: ScenarioOutput['peers'] = {};
   const ratios: ScenarioOutput['ratios'] = {};
   for (const peer of ['graphile-worker', 'pg-boss']) {
@@ -106,7 +144,9 @@ async function inRounds(steps: [string, () => Promise<Run>][], rounds: number): 
   for (let round = 1; round <= rounds; round++) {
     for (const [system, step] of steps) {
       const r = await step();
-      note(`${rounds > 1 ? `round ${round}/${rounds}: ` : ''}${system} ${r.name}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`);
+      note(
+        `${rounds > 1 ? `round ${round}/${rounds}: ` : ''}${system} ${r.name}: ${r.jobsPerSec} jobs/s (${r.seconds} s)`,
+      );
       (runs[system] ??= []).push(r);
     }
   }
@@ -115,25 +155,57 @@ async function inRounds(steps: [string, () => Promise<Run>][], rounds: number): 
 
 /** One row per config or variant: its median, its range, and its median run's CPU per job. */
 function tableOf(runs: Record<string, Run[]>): string {
-  const rows: (string | number)[][] = [['system / config', 'runs', 'jobs/s (median)', 'min-max', 'CPU us/job: postgres', 'bench process', 'workers', 'all']];
+  const rows: (string | number)[][] = [
+    [
+      'system / config',
+      'runs',
+      'jobs/s (median)',
+      'min-max',
+      'CPU us/job: postgres',
+      'bench process',
+      'workers',
+      'all',
+    ],
+  ];
   // Whole microseconds: the table would print 50 as 50.0.
-  const cpuCells = (c: ReturnType<typeof perJob>) => [c?.postgres, c?.bench, c?.workers, c?.total].map((v) => (v === null || v === undefined ? '-' : String(v)));
+  const cpuCells = (c: ReturnType<typeof perJob>) =>
+    [c?.postgres, c?.bench, c?.workers, c?.total].map((v) => (v === null || v === undefined ? '-' : String(v)));
   for (const [system, xs] of Object.entries(runs)) {
-    for (const m of mediansByName(system, xs)) rows.push([`${system} ${m.name}`, m.count, m.median.jobsPerSec, m.spread.join('-'), ...cpuCells(m.median.cpuUsPerJob)]);
+    for (const m of mediansByName(system, xs))
+      rows.push([
+        `${system} ${m.name}`,
+        m.count,
+        m.median.jobsPerSec,
+        m.spread.join('-'),
+        ...cpuCells(m.median.cpuUsPerJob),
+      ]);
   }
   return table(rows);
 }
 
 type Run = { name: string; jobs: number; seconds: number; jobsPerSec: number; cpuUsPerJob: ReturnType<typeof perJob> };
-interface Median { system: string; name: string; count: number; median: Run; spread: [number, number] }
+interface Median {
+  system: string;
+  name: string;
+  count: number;
+  median: Run;
+  spread: [number, number];
+}
 
 /** Per config or variant: its median run (the lower middle one of an even count) and its range. */
 function mediansByName(system: string, runs: Run[]): Median[] {
   const names = [...new Set(runs.map((r) => r.name))];
   return names.map((name) => {
     const xs = runs.filter((r) => r.name === name).sort((a, b) => a.jobsPerSec - b.jobsPerSec);
-    return { system, name, count: xs.length, median: xs[Math.floor((xs.length - 1) / 2)], spread: [xs[0].jobsPerSec, xs[xs.length - 1].jobsPerSec] };
+    return {
+      system,
+      name,
+      count: xs.length,
+      median: xs[Math.floor((xs.length - 1) / 2)],
+      spread: [xs[0].jobsPerSec, xs[xs.length - 1].jobsPerSec],
+    };
   });
 }
 
-const bestByMedian = (system: string, runs: Run[]): Median => mediansByName(system, runs).reduce((a, b) => (b.median.jobsPerSec > a.median.jobsPerSec ? b : a));
+const bestByMedian = (system: string, runs: Run[]): Median =>
+  mediansByName(system, runs).reduce((a, b) => (b.median.jobsPerSec > a.median.jobsPerSec ? b : a));

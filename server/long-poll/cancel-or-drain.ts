@@ -26,7 +26,10 @@ export function listenForCancelOrDrain(ctx: { hub: NotifyHub; closing: AbortSign
       if (heard || stopped.signal.aborted) return Promise.resolve(heard);
       return new Promise((resolve) => {
         const timer = setTimeout(() => resolve(false), ms);
-        const finish = () => { clearTimeout(timer); resolve(heard); };
+        const finish = () => {
+          clearTimeout(timer);
+          resolve(heard);
+        };
         wake = finish;
         stopped.signal.addEventListener('abort', finish, { once: true });
       });

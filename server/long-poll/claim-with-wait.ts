@@ -24,10 +24,19 @@ export interface LongPollContext {
 const CONTENDED_RECHECK_MS = 100;
 
 /** Long-poll: claim; if nothing fits, sleep until NOTIFY says a job is due (or a drain), then retry. */
-export async function claimWithWait(ctx: LongPollContext, workerId: string, max: number, waitMs: number, res: Response, superseded?: AbortSignal): Promise<ClaimRow[]> {
+export async function claimWithWait(
+  ctx: LongPollContext,
+  workerId: string,
+  max: number,
+  waitMs: number,
+  res: Response,
+  superseded?: AbortSignal,
+): Promise<ClaimRow[]> {
   const deadline = Date.now() + waitMs;
   const { abort, dispose } = abortOnHangUpOrStop(ctx, res, superseded);
-  const endForThisWorker = (p: string) => { if (p === workerId) abort.abort(); };
+  const endForThisWorker = (p: string) => {
+    if (p === workerId) abort.abort();
+  };
   const stopOnDrain = ctx.hub.on('skipjack_drain', endForThisWorker);
   const stopOnEndPoll = ctx.hub.on('skipjack_end_poll', endForThisWorker);
   try {
@@ -50,7 +59,10 @@ export async function claimWithWait(ctx: LongPollContext, workerId: string, max:
       const sleeping = ctx.sleepingClaims.sleep(workerId, max);
       try {
         // Skipped jobs may be left by the claim that holds them, and no NOTIFY would say so.
-        await ctx.hub.waitForJobs(seq, contended ? Math.min(left, CONTENDED_RECHECK_MS) : left, [abort.signal, sleeping.woken]);
+        await ctx.hub.waitForJobs(seq, contended ? Math.min(left, CONTENDED_RECHECK_MS) : left, [
+          abort.signal,
+          sleeping.woken,
+        ]);
       } finally {
         ctx.sleepingClaims.wake(sleeping);
       }

@@ -8,7 +8,11 @@ import type { Response } from 'express';
  * at once when answered empty) sees no abort event, and a closed hub wakes it at once, so it
  * would spin to its deadline.
  */
-export function abortOnHangUpOrStop(ctx: { closing: AbortSignal }, res: Response, superseded?: AbortSignal): { abort: AbortController; dispose(): void } {
+export function abortOnHangUpOrStop(
+  ctx: { closing: AbortSignal },
+  res: Response,
+  superseded?: AbortSignal,
+): { abort: AbortController; dispose(): void } {
   const abort = new AbortController();
   // The response's close, not the request's: a request closes once its body has been read.
   const onEnd = () => abort.abort();

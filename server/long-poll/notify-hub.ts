@@ -6,7 +6,14 @@ import type { Logger } from 'pino';
 type Listener = (payload: string) => void;
 /** In a job NOTIFY's payload, no queue: a wake-up for all. */
 const ANY_QUEUE = '';
-const channels = ['skipjack_jobs', 'skipjack_assigned', 'skipjack_drain', 'skipjack_cancel', 'skipjack_logs', 'skipjack_end_poll'] as const;
+const channels = [
+  'skipjack_jobs',
+  'skipjack_assigned',
+  'skipjack_drain',
+  'skipjack_cancel',
+  'skipjack_logs',
+  'skipjack_end_poll',
+] as const;
 export type Channel = (typeof channels)[number];
 
 export class NotifyHub {
@@ -26,7 +33,10 @@ export class NotifyHub {
   private dueTimer: NodeJS.Timeout | null = null;
   private nextDue = Infinity;
 
-  constructor(private connectionString: string, private log: Logger) {}
+  constructor(
+    private connectionString: string,
+    private log: Logger,
+  ) {}
 
   async start(): Promise<void> {
     await this.connect();
@@ -69,7 +79,8 @@ export class NotifyHub {
   private notified(channel: Channel, payload: string) {
     // With nobody asleep here there is nobody to spare a claim: no query, as before.
     const sleepers = this.listeners.get('skipjack_jobs')?.size ?? 0;
-    if (channel === 'skipjack_jobs' && sleepers > 0 && dueLaterMs(payload) === null) return void this.wakeIfPending(payload);
+    if (channel === 'skipjack_jobs' && sleepers > 0 && dueLaterMs(payload) === null)
+      return void this.wakeIfPending(payload);
     this.dispatch(channel, payload);
   }
 
@@ -141,12 +152,15 @@ export class NotifyHub {
     if (this.closed || dueMs >= this.nextDue) return;
     this.nextDue = dueMs;
     if (this.dueTimer) clearTimeout(this.dueTimer);
-    this.dueTimer = setTimeout(() => {
-      this.dueTimer = null;
-      this.nextDue = Infinity;
-      this.dispatchDue('');
-      this.onDue?.();
-    }, Math.min(Math.max(0, dueMs - Date.now()) + 5, 2 ** 31 - 1));
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueTimer = null;
+        this.nextDue = Infinity;
+        this.dispatchDue('');
+        this.onDue?.();
+      },
+      Math.min(Math.max(0, dueMs - Date.now()) + 5, 2 ** 31 - 1),
+    );
   }
 
   on(channel: Channel, fn: Listener): () => void {
@@ -161,7 +175,12 @@ export class NotifyHub {
    * once one of `signals` aborts. It listens to each signal itself: AbortSignal.any, on a
    * long-poll's way out, cost a hand-off's job 0.1 ms of its way to the worker (bench/ latency).
    */
-  wait(channels: Channel | Channel[], ms: number, accept: (payload: string) => boolean = () => true, signals: AbortSignal[] = []): Promise<boolean> {
+  wait(
+    channels: Channel | Channel[],
+    ms: number,
+    accept: (payload: string) => boolean = () => true,
+    signals: AbortSignal[] = [],
+  ): Promise<boolean> {
     if (signals.some((s) => s.aborted)) return Promise.resolve(false);
     return new Promise((resolve) => {
       const finish = (woken: boolean) => {
@@ -171,7 +190,11 @@ export class NotifyHub {
         resolve(woken);
       };
       const onAbort = () => finish(false);
-      const offs = (Array.isArray(channels) ? channels : [channels]).map((ch) => this.on(ch, (p) => { if (accept(p)) finish(true); }));
+      const offs = (Array.isArray(channels) ? channels : [channels]).map((ch) =>
+        this.on(ch, (p) => {
+          if (accept(p)) finish(true);
+        }),
+      );
       const timer = setTimeout(() => finish(false), ms);
       for (const s of signals) s.addEventListener('abort', onAbort);
     });

@@ -11,7 +11,10 @@ export class SleepingClaim {
   handed: Promise<ClaimRow[]> | null = null;
   private waking = new AbortController();
 
-  constructor(readonly workerId: string, readonly max: number) {}
+  constructor(
+    readonly workerId: string,
+    readonly max: number,
+  ) {}
 
   /** Aborted when an enqueue takes this claim, so the long-poll wakes to collect the jobs. */
   get woken(): AbortSignal {

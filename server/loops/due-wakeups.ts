@@ -9,11 +9,18 @@ export function startDueWakeups(db: Db, hub: NotifyHub): { stop(): void } {
   let stopped = false;
   const armNext = async () => {
     const { rows } = await sql<{ due: number | null }>`
-      SELECT extract(epoch FROM min(run_at)) * 1000 AS due FROM jobs WHERE state = 'pending' AND run_at > now()`.execute(db);
+      SELECT extract(epoch FROM min(run_at)) * 1000 AS due FROM jobs WHERE state = 'pending' AND run_at > now()`.execute(
+      db,
+    );
     const due = rows[0]?.due;
     if (!stopped && due !== null && due !== undefined) hub.armDue(Number(due));
   };
   hub.onDue = () => void armNext().catch(() => {});
   hub.onDue();
-  return { stop() { stopped = true; hub.onDue = null; } };
+  return {
+    stop() {
+      stopped = true;
+      hub.onDue = null;
+    },
+  };
 }

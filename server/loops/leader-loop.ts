@@ -5,7 +5,9 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../db.js';
 
-export interface Loop { stop(): Promise<void> }
+export interface Loop {
+  stop(): Promise<void>;
+}
 
 export function startLeaderLoop(
   db: Db,
@@ -19,7 +21,9 @@ export function startLeaderLoop(
   const once = async () => {
     try {
       await db.transaction().execute(async (trx) => {
-        const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${opts.lockKey}) AS ok`.execute(trx);
+        const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${opts.lockKey}) AS ok`.execute(
+          trx,
+        );
         if (rows[0].ok) await tick(trx);
       });
     } catch (err) {
@@ -28,7 +32,9 @@ export function startLeaderLoop(
   };
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(() => { running = once().finally(schedule); }, opts.intervalMs);
+    timer = setTimeout(() => {
+      running = once().finally(schedule);
+    }, opts.intervalMs);
   };
   schedule();
   return {

@@ -21,7 +21,10 @@ export async function reaperTick(trx: Db, { goneAfterMs, placement, log, metrics
   if (gone.length > 0) log.warn({ workerIds: gone }, 'workers silent too long; marked gone');
   for (const job of await reapExpiredLeases(trx)) {
     metrics.reaped.inc();
-    log.warn({ jobId: job.id, workerId: job.worker_id, attempt: job.runs, state: job.state }, 'lease expired; run recorded as lost');
+    log.warn(
+      { jobId: job.id, workerId: job.worker_id, attempt: job.runs, state: job.state },
+      'lease expired; run recorded as lost',
+    );
   }
   for (const a of await returnStaleAssignments(trx, placement.assignTimeoutMs)) {
     log.warn({ jobId: a.id, workerId: a.worker_id }, 'assignment not started in time; job back to pending');

@@ -17,7 +17,10 @@ export interface ExplainContext {
 /** The job run through its queue's pipeline against the live workers, as of now. */
 async function placeNow(ctx: ExplainContext, job: JobRow) {
   const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
-  return { workers, result: place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } }) };
+  return {
+    workers,
+    result: place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } }),
+  };
 }
 
 export async function explainPlacement(ctx: ExplainContext, job: JobRow): Promise<PlacementExplanation> {
@@ -37,15 +40,19 @@ export async function explainPlacement(ctx: ExplainContext, job: JobRow): Promis
  * run it even when idle; or, when no known worker serves its queue at all, `waiting`, which says
  * so (a wait, not a "no": its workers may be on their way).
  */
-export async function enqueueVerdicts(ctx: ExplainContext, jobs: PlacementJob[]): Promise<{ refused: string | null; waiting: string | null }[]> {
+export async function enqueueVerdicts(
+  ctx: ExplainContext,
+  jobs: PlacementJob[],
+): Promise<{ refused: string | null; waiting: string | null }[]> {
   const known = await ctx.knownWorkers.get();
   const now = Date.now();
   return jobs.map((job) => {
     const serving = known.filter((w) => queueFilter.check(job, w, { now }) === null);
     if (serving.length > 0) return { refused: neverFitsReason(job, serving, { now }, staticFilters), waiting: null };
-    const waiting = known.length === 0
-      ? 'no worker is known yet: the job runs when one that fits it registers'
-      : `no known worker serves queue ${job.queue}: the job runs when one that serves it and fits it registers`;
+    const waiting =
+      known.length === 0
+        ? 'no worker is known yet: the job runs when one that fits it registers'
+        : `no known worker serves queue ${job.queue}: the job runs when one that serves it and fits it registers`;
     return { refused: null, waiting };
   });
 }

@@ -3,7 +3,12 @@ import type { PlacementJob, PlacementWorker, LabelPreference, JobConstraints } f
 import type { JobRow, WorkerRow } from '../db.js';
 
 /** What the jobs a worker holds (running or assigned) use: its `allocated` capacity. */
-export interface Allocation { cpu: number; memoryMb: number; diskMb: number; slots: number }
+export interface Allocation {
+  cpu: number;
+  memoryMb: number;
+  diskMb: number;
+  slots: number;
+}
 
 export type PlacementJobRow = Pick<JobRow, 'id' | 'queue' | 'priority' | 'created_at' | 'constraints' | 'preferences'>;
 

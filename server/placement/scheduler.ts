@@ -14,20 +14,30 @@ export interface ScheduleResult {
 }
 
 function centralQueueCondition(s: PlacementSettings): RawBuilder<unknown> | null {
-  if (s.defaultMode === 'central') return s.overriddenQueues.length ? sql`NOT (queue = ANY(${s.overriddenQueues}::text[]))` : sql`true`;
+  if (s.defaultMode === 'central')
+    return s.overriddenQueues.length ? sql`NOT (queue = ANY(${s.overriddenQueues}::text[]))` : sql`true`;
   return s.overriddenQueues.length ? sql`queue = ANY(${s.overriddenQueues}::text[])` : null;
 }
 
 /** One scheduling pass; run it inside the leader's transaction. */
-export async function scheduleOnce(db: Db, settings: PlacementSettings, goneAfterMs: number, batch = 500): Promise<ScheduleResult> {
+export async function scheduleOnce(
+  db: Db,
+  settings: PlacementSettings,
+  goneAfterMs: number,
+  batch = 500,
+): Promise<ScheduleResult> {
   const result: ScheduleResult = { assigned: [], unplaced: [] };
   const queues = centralQueueCondition(settings);
   if (!queues) return result;
-  const jobs = (await sql<PlacementJobRow>`
+  const jobs = (
+    await sql<PlacementJobRow>`
     SELECT id, queue, priority, created_at, constraints, preferences FROM jobs
     WHERE state = 'pending' AND run_at <= now() AND ${queues}
     ORDER BY priority DESC, run_at, id LIMIT ${batch}
-    FOR UPDATE SKIP LOCKED`.execute(db)).rows.map(toPlacementJob).sort(compareJobs);
+    FOR UPDATE SKIP LOCKED`.execute(db)
+  ).rows
+    .map(toPlacementJob)
+    .sort(compareJobs);
   if (jobs.length === 0) return result;
   let workers = await lockLiveWorkers(db, goneAfterMs);
   const ctx = { now: Date.now() };
@@ -49,10 +59,15 @@ export async function scheduleOnce(db: Db, settings: PlacementSettings, goneAfte
  * takes the same lock) cannot spend capacity this pass is about to reserve.
  */
 async function lockLiveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWorker[]> {
-  const rows = (await sql<WorkerRow>`
+  const rows = (
+    await sql<WorkerRow>`
     SELECT * FROM workers WHERE state = 'active' AND last_seen_at > now() - ${goneAfterMs} * interval '1 millisecond'
-    ORDER BY id FOR UPDATE`.execute(db)).rows;
-  const alloc = await allocations(db, rows.map((r) => r.id));
+    ORDER BY id FOR UPDATE`.execute(db)
+  ).rows;
+  const alloc = await allocations(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
 }
 
@@ -75,8 +90,12 @@ async function recordSchedule(db: Db, r: ScheduleResult): Promise<void> {
 }
 
 /** Assignments not started in time, or held by a worker that is no longer active, go back to pending. */
-export async function returnStaleAssignments(db: Db, assignTimeoutMs: number): Promise<{ id: number; worker_id: string }[]> {
-  return (await sql<{ id: number; worker_id: string }>`
+export async function returnStaleAssignments(
+  db: Db,
+  assignTimeoutMs: number,
+): Promise<{ id: number; worker_id: string }[]> {
+  return (
+    await sql<{ id: number; worker_id: string }>`
     WITH stale AS (
       SELECT j.id, j.worker_id FROM jobs j JOIN workers w ON w.id = j.worker_id
       WHERE j.state = 'assigned' AND (j.assigned_at < now() - ${assignTimeoutMs} * interval '1 millisecond' OR w.state <> 'active')
@@ -85,20 +104,28 @@ export async function returnStaleAssignments(db: Db, assignTimeoutMs: number): P
     UPDATE jobs SET state = 'pending', worker_id = NULL, assigned_at = NULL,
       waiting_reason = 'its assignment was not started in time; waiting to be placed again'
     FROM stale WHERE jobs.id = stale.id
-    RETURNING jobs.id, stale.worker_id`.execute(db)).rows;
+    RETURNING jobs.id, stale.worker_id`.execute(db)
+  ).rows;
 }
 
 /** Pending jobs past their placement deadline fail as unplaceable, with the reasons. */
-export async function failMissedDeadlines(db: Db, settings: PlacementSettings, goneAfterMs: number): Promise<{ id: number; error: string }[]> {
-  const overdue = (await sql<PlacementJobRow & { placement_deadline_at: Date }>`
+export async function failMissedDeadlines(
+  db: Db,
+  settings: PlacementSettings,
+  goneAfterMs: number,
+): Promise<{ id: number; error: string }[]> {
+  const overdue = (
+    await sql<PlacementJobRow & { placement_deadline_at: Date }>`
     SELECT id, queue, priority, created_at, constraints, preferences, placement_deadline_at FROM jobs
     WHERE state = 'pending' AND placement_deadline_at < now()
-    ORDER BY placement_deadline_at LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(db)).rows;
+    ORDER BY placement_deadline_at LIMIT 500 FOR UPDATE SKIP LOCKED`.execute(db)
+  ).rows;
   if (overdue.length === 0) return [];
   const live = await liveWorkers(db, goneAfterMs);
   const ctx = { now: Date.now() };
   const failed = overdue.map((row) => {
-    const waited = Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 100) / 10;
+    const waited =
+      Math.round((new Date(row.placement_deadline_at).getTime() - new Date(row.created_at).getTime()) / 100) / 10;
     const { summary } = place(toPlacementJob(row), live, { ...settings.configFor(row.queue), ctx });
     const why = live.length === 0 ? 'no live worker' : summary;
     return { id: row.id, error: `unplaceable: not placed within ${waited}s; ${why}` };

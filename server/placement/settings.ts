@@ -5,11 +5,23 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { buildPlacementConfig, builtinFilters, builtinRegistry, queueFilter, registerPlugins, type PlacementConfig, type Registry } from '../../placement/index.js';
+import {
+  buildPlacementConfig,
+  builtinFilters,
+  builtinRegistry,
+  queueFilter,
+  registerPlugins,
+  type PlacementConfig,
+  type Registry,
+} from '../../placement/index.js';
 
 export type PlacementMode = 'pull' | 'central';
 
-const rankerSpec = z.strictObject({ name: z.string().min(1), weight: z.number().min(0).optional(), params: z.record(z.string(), z.unknown()).optional() });
+const rankerSpec = z.strictObject({
+  name: z.string().min(1),
+  weight: z.number().min(0).optional(),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
 const queueSpec = z.strictObject({
   mode: z.enum(['pull', 'central']).optional(),
   filters: z.array(z.string().min(1)).optional(),
@@ -60,14 +72,21 @@ export async function loadPlacementSettings(input: unknown, modeOverride?: Place
   let registry: Registry = builtinRegistry;
   for (const path of spec.plugins) registry = registerPlugins(await import(pluginUrl(path)), registry);
   const defaultMode = modeOverride ?? spec.mode ?? 'pull';
-  const build = (s: { filters?: string[]; rankers?: z.infer<typeof rankerSpec>[] }) => withQueueFilter(buildPlacementConfig(s, registry));
+  const build = (s: { filters?: string[]; rankers?: z.infer<typeof rankerSpec>[] }) =>
+    withQueueFilter(buildPlacementConfig(s, registry));
   const base = build({ filters: spec.filters, rankers: spec.rankers });
-  const perQueue = new Map(Object.entries(spec.queues).map(([queue, q]) => [queue, {
-    mode: q.mode ?? defaultMode,
-    config: q.filters || q.rankers
-      ? build({ filters: q.filters ?? spec.filters, rankers: q.rankers ?? spec.rankers })
-      : base,
-  }]));
+  const perQueue = new Map(
+    Object.entries(spec.queues).map(([queue, q]) => [
+      queue,
+      {
+        mode: q.mode ?? defaultMode,
+        config:
+          q.filters || q.rankers
+            ? build({ filters: q.filters ?? spec.filters, rankers: q.rankers ?? spec.rankers })
+            : base,
+      },
+    ]),
+  );
   return {
     defaultMode,
     modeFor: (queue) => perQueue.get(queue)?.mode ?? defaultMode,

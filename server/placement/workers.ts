@@ -7,20 +7,29 @@ import { toPlacementWorker, type Allocation } from './rows.js';
 /** What the jobs a worker holds use; capacity accounting derives from jobs, never from a counter. */
 export async function allocations(db: Db, workerIds: string[]): Promise<Map<string, Allocation>> {
   if (workerIds.length === 0) return new Map();
-  const rows = (await sql<{ worker_id: string; cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
+  const rows = (
+    await sql<{ worker_id: string; cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
     SELECT worker_id, sum(need_cpu)::int AS cpu, sum(need_memory_mb)::int AS memory_mb,
            sum(need_disk_mb)::int AS disk_mb, count(*)::int AS slots
     FROM jobs WHERE worker_id = ANY(${workerIds}::uuid[]) AND state IN ('running', 'assigned')
-    GROUP BY worker_id`.execute(db)).rows;
-  return new Map(rows.map((r) => [r.worker_id, { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots }]));
+    GROUP BY worker_id`.execute(db)
+  ).rows;
+  return new Map(
+    rows.map((r) => [r.worker_id, { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots }]),
+  );
 }
 
 /** Workers heard from within `windowMs`: live ones, and ones that may be restarting. */
 export async function workersSeenWithin(db: Db, windowMs: number): Promise<PlacementWorker[]> {
-  const rows = (await sql<WorkerRow>`
+  const rows = (
+    await sql<WorkerRow>`
     SELECT * FROM workers WHERE last_seen_at > now() - ${windowMs} * interval '1 millisecond'
-    ORDER BY id`.execute(db)).rows;
-  const alloc = await allocations(db, rows.map((r) => r.id));
+    ORDER BY id`.execute(db)
+  ).rows;
+  const alloc = await allocations(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
 }
 
@@ -31,7 +40,11 @@ export async function workersSeenWithin(db: Db, windowMs: number): Promise<Place
 export class KnownWorkers {
   private cached: { at: number; workers: Promise<PlacementWorker[]> } | null = null;
 
-  constructor(private db: Db, private windowMs: number, private maxAgeMs = 1000) {}
+  constructor(
+    private db: Db,
+    private windowMs: number,
+    private maxAgeMs = 1000,
+  ) {}
 
   get(): Promise<PlacementWorker[]> {
     if (!this.cached || Date.now() - this.cached.at > this.maxAgeMs) {
@@ -48,8 +61,12 @@ export class KnownWorkers {
   }
 
   private async load(): Promise<PlacementWorker[]> {
-    const rows = (await sql<WorkerRow>`
-      SELECT * FROM workers WHERE last_seen_at > now() - ${this.windowMs} * interval '1 millisecond' AND state <> 'deregistered'`.execute(this.db)).rows;
+    const rows = (
+      await sql<WorkerRow>`
+      SELECT * FROM workers WHERE last_seen_at > now() - ${this.windowMs} * interval '1 millisecond' AND state <> 'deregistered'`.execute(
+        this.db,
+      )
+    ).rows;
     return rows.map((r) => toPlacementWorker(r));
   }
 }

@@ -38,9 +38,10 @@ export function claimRoutes(ctx: AppContext): Router {
     const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
     ctx.waitingPolls.supersede(c.workerId);
     // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
-    const { released, jobs, superseded } = c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
-      ? { ...(await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)), superseded: false }
-      : await releaseThenLongPoll(ctx, c, waitMs, res);
+    const { released, jobs, superseded } =
+      c.releases?.length && waitMs === 0 && claimsInOneStatement(ctx.placement)
+        ? { ...(await releaseAndClaimNow(ctx, c.workerId, c.releases, c.max)), superseded: false }
+        : await releaseThenLongPoll(ctx, c, waitMs, res);
     const releases = released ? { releases: released } : {};
     if (res.destroyed || superseded) {
       await handBack(ctx, c.workerId, jobs);
@@ -84,7 +85,15 @@ async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: R
  */
 async function handBack(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   if (jobs.length === 0) return;
-  await release(ctx, jobs.map((j) => ({ jobId: j.id, leaseToken: j.lease_token!, outcome: 'requeue' as const, reason: 'lost' as const })));
+  await release(
+    ctx,
+    jobs.map((j) => ({
+      jobId: j.id,
+      leaseToken: j.lease_token!,
+      outcome: 'requeue' as const,
+      reason: 'lost' as const,
+    })),
+  );
   ctx.log.info({ workerId, jobIds: jobs.map((j) => j.id) }, 'claimer hung up before the answer; jobs requeued');
 }
 

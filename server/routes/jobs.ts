@@ -1,7 +1,14 @@
 // Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
 import { Router, type Response } from 'express';
 import pg from 'pg';
-import { enqueueBatchSchema, enqueueJobSchema, type EnqueueJobParsed, listJobsQuerySchema, terminalStates, type JobState } from '../../protocol/schemas.js';
+import {
+  enqueueBatchSchema,
+  enqueueJobSchema,
+  type EnqueueJobParsed,
+  listJobsQuerySchema,
+  terminalStates,
+  type JobState,
+} from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { claimsInOneStatement, insertThenClaim } from '../store/claims.js';
 import type { ClaimRow, JobRow } from '../db.js';
@@ -16,7 +23,12 @@ import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
 
 const logsQuery = z.strictObject({
-  attempt: z.coerce.number().int().positive().max(2 ** 31 - 1).optional(),
+  attempt: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .optional(),
   follow: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -28,17 +40,27 @@ export function jobRoutes(ctx: AppContext): Router {
     const batch = Array.isArray(body.jobs);
     const header = req.get('Idempotency-Key');
     // One key for many jobs cannot say which it stands for: each job of a batch carries its own.
-    if (batch && header) throw invalidRequest([{ path: 'headers.idempotency-key', message: 'not for a batch: give each job its own idempotencyKey' }]);
+    if (batch && header)
+      throw invalidRequest([
+        { path: 'headers.idempotency-key', message: 'not for a batch: give each job its own idempotencyKey' },
+      ]);
     const jobs = batch
       ? parse(enqueueBatchSchema, body, 'body').jobs
       : [parse(enqueueJobSchema, header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body, 'body')];
     // A sleeping worker that could run the one job now could run it idle: nothing to refuse or explain.
     const sleeperForOne = jobs.length === 1 ? await takeSleepingClaim(ctx, jobs) : null;
     const waiting = sleeperForOne ? new Map<number, string>() : await checkPlaceable(ctx, jobs, batch);
-    const results = await enqueueAndHandOff(ctx, jobs, sleeperForOne ?? (jobs.length > 1 ? await takeSleepingClaim(ctx, jobs) : null));
+    const results = await enqueueAndHandOff(
+      ctx,
+      jobs,
+      sleeperForOne ?? (jobs.length > 1 ? await takeSleepingClaim(ctx, jobs) : null),
+    );
     for (const { job, created } of results) {
       if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
-      ctx.log.info({ jobId: job.id, queue: job.queue, created }, created ? 'job enqueued' : 'idempotent repeat: returning the existing job');
+      ctx.log.info(
+        { jobId: job.id, queue: job.queue, created },
+        created ? 'job enqueued' : 'idempotent repeat: returning the existing job',
+      );
     }
     const anyCreated = results.some((x) => x.created);
     const status = anyCreated ? 201 : 200;
@@ -80,7 +102,10 @@ export function jobRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/cancel', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const job = await cancelJob(ctx.db, id);
-    ctx.log.info({ jobId: id, state: job.state }, job.state === 'cancelled' ? 'job cancelled' : 'cancel requested of a running job');
+    ctx.log.info(
+      { jobId: id, state: job.state },
+      job.state === 'cancelled' ? 'job cancelled' : 'cancel requested of a running job',
+    );
     res.json(toJobView(job));
   });
 
@@ -99,10 +124,16 @@ export function jobRoutes(ctx: AppContext): Router {
 
 /** The jobs as placement sees them, numbered by their place in the request. */
 function asPlacementJobs(jobs: EnqueueJobParsed[]) {
-  return jobs.map((job, index) => toPlacementJob({
-    id: index + 1, queue: job.queue, priority: job.priority, created_at: new Date(),
-    constraints: job.constraints ?? null, preferences: job.preferences ?? null,
-  }));
+  return jobs.map((job, index) =>
+    toPlacementJob({
+      id: index + 1,
+      queue: job.queue,
+      priority: job.priority,
+      created_at: new Date(),
+      constraints: job.constraints ?? null,
+      preferences: job.preferences ?? null,
+    }),
+  );
 }
 
 /**
@@ -114,13 +145,21 @@ async function checkPlaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: 
   const checked = jobs.map((job, index) => ({ job, index })).filter(({ job }) => !job.allowUnplaceable);
   if (checked.length === 0) return new Map();
   const verdicts = await enqueueVerdicts(ctx, asPlacementJobs(checked.map(({ job }) => job)));
-  const refused = checked.flatMap(({ index }, i) => (verdicts[i].refused ? [{ index, reason: verdicts[i].refused! }] : []));
-  if (refused.length === 0) return new Map(checked.flatMap(({ index }, i) => (verdicts[i].waiting ? [[index, verdicts[i].waiting!]] : [])));
+  const refused = checked.flatMap(({ index }, i) =>
+    verdicts[i].refused ? [{ index, reason: verdicts[i].refused! }] : [],
+  );
+  if (refused.length === 0)
+    return new Map(checked.flatMap(({ index }, i) => (verdicts[i].waiting ? [[index, verdicts[i].waiting!]] : [])));
   const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');
-  throw new HttpError(422, 'unplaceable', `${where(refused[0].index)}: no known worker could ever run this job: ${refused[0].reason}`, {
-    unplaceable: refused.map((r) => ({ path: where(r.index), reasons: r.reason })),
-    hint: 'set allowUnplaceable: true to enqueue it anyway and wait for such a worker',
-  });
+  throw new HttpError(
+    422,
+    'unplaceable',
+    `${where(refused[0].index)}: no known worker could ever run this job: ${refused[0].reason}`,
+    {
+      unplaceable: refused.map((r) => ({ path: where(r.index), reasons: r.reason })),
+      hint: 'set allowUnplaceable: true to enqueue it anyway and wait for such a worker',
+    },
+  );
 }
 
 /**
@@ -140,17 +179,28 @@ async function enqueueAndHandOff(ctx: AppContext, jobs: EnqueueJobParsed[], hand
     return await enqueueJobs(ctx.db, jobs, async (rows) => {
       // One job's enqueue is what a waiting worker waits for; a batch's text varies with its size.
       const prepared = jobs.length === 1 ? ctx.statements : undefined;
-      const out = await insertThenClaim(ctx.db, rows, claim.workerId, { max: claim.max, leaseTtlMs: ctx.config.leaseTtlMs, prepared });
+      const out = await insertThenClaim(ctx.db, rows, claim.workerId, {
+        max: claim.max,
+        leaseTtlMs: ctx.config.leaseTtlMs,
+        prepared,
+      });
       committed = true;
       claimed = out.claimed;
       ctx.metrics.handedOff.inc(claimed.length);
-      if (claimed.length > 0) ctx.log.debug({ workerId: claim.workerId, jobIds: claimed.map((j) => j.id) }, 'enqueue claimed for a sleeping long-poll');
+      if (claimed.length > 0)
+        ctx.log.debug(
+          { workerId: claim.workerId, jobIds: claimed.map((j) => j.id) },
+          'enqueue claimed for a sleeping long-poll',
+        );
       return out.inserted;
     });
   } catch (err) {
     // Retry alone only when PostgreSQL refused the statement, so surely nothing of it committed.
     if (committed || !refusedByPostgres(err)) throw err;
-    ctx.log.warn({ err: (err as Error).message, workerId: claim.workerId }, 'hand-off to a sleeping long-poll failed; enqueueing without it');
+    ctx.log.warn(
+      { err: (err as Error).message, workerId: claim.workerId },
+      'hand-off to a sleeping long-poll failed; enqueueing without it',
+    );
     return await enqueueJobs(ctx.db, jobs);
   } finally {
     deliver(claimed);
@@ -175,7 +225,11 @@ async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {
   const known = new Map((await ctx.knownWorkers.get()).map((w) => [w.id, w]));
   return ctx.sleepingClaims.take((workerId) => {
     const w = known.get(workerId);
-    return !!w && w.state === 'active' && due.some((j) => queueFilter.check(j, w, { now }) === null && fitsWhenIdle(j, w, { now }) === null);
+    return (
+      !!w &&
+      w.state === 'active' &&
+      due.some((j) => queueFilter.check(j, w, { now }) === null && fitsWhenIdle(j, w, { now }) === null)
+    );
   });
 }
 
@@ -209,7 +263,8 @@ async function followLogs(ctx: AppContext, id: number, res: Response) {
       pos = { run: c.attempt, offset: c.byte_offset + c.data.length };
     }
     if (terminalStates.includes(state) && chunks.length === 0) break;
-    if (chunks.length === 0) await ctx.hub.wait('skipjack_logs', 1000, (p) => p === String(id) || p === 'closing', [abort.signal]);
+    if (chunks.length === 0)
+      await ctx.hub.wait('skipjack_logs', 1000, (p) => p === String(id) || p === 'closing', [abort.signal]);
   }
   res.end();
 }

@@ -1,6 +1,12 @@
 // Routes a worker calls under a lease. The store refuses a stale token with 409 and no change.
 import { Router } from 'express';
-import { appendLogsSchema, jobHeartbeatSchema, releaseBatchSchema, releaseSchema, restartSchema } from '../../protocol/schemas.js';
+import {
+  appendLogsSchema,
+  jobHeartbeatSchema,
+  releaseBatchSchema,
+  releaseSchema,
+  restartSchema,
+} from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { answerReleases, release } from '../releases.js';
 import type { Db } from '../db.js';
@@ -22,7 +28,11 @@ export function leaseRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/logs', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const body = parse(appendLogsSchema, req.body, 'body');
-    const chunks = body.chunks.map((c) => ({ offset: c.offset, stream: c.stream, data: Buffer.from(c.data, 'base64') }));
+    const chunks = body.chunks.map((c) => ({
+      offset: c.offset,
+      stream: c.stream,
+      data: Buffer.from(c.data, 'base64'),
+    }));
     res.json(await appendLogs(ctx.db, id, body.leaseToken, chunks));
   });
 
@@ -43,7 +53,10 @@ export function leaseRoutes(ctx: AppContext): Router {
     const { id } = parse(idParam, req.params, 'params');
     const body = parse(restartSchema, req.body, 'body');
     const run = await recordRestart(ctx.db, id, body);
-    ctx.log.info({ jobId: id, attempt: run, exitCode: body.exitCode, signal: body.signal }, 'service job restarted by its policy');
+    ctx.log.info(
+      { jobId: id, attempt: run, exitCode: body.exitCode, signal: body.signal },
+      'service job restarted by its policy',
+    );
     res.json({ run });
   });
 

@@ -7,7 +7,18 @@ import type { AppContext } from '../context.js';
 import { listenForCancelOrDrain } from '../long-poll/cancel-or-drain.js';
 import { allocations } from '../placement/workers.js';
 import { toClaimedJob } from '../store/job-view.js';
-import { cancelsAndDrain, deregisteredAnswer, deregisterWorker, endLongPoll, getWorker, heldJobs, listWorkers, registerWorker, setWorkerState, toWorkerView } from '../store/workers.js';
+import {
+  cancelsAndDrain,
+  deregisteredAnswer,
+  deregisterWorker,
+  endLongPoll,
+  getWorker,
+  heldJobs,
+  listWorkers,
+  registerWorker,
+  setWorkerState,
+  toWorkerView,
+} from '../store/workers.js';
 import { parse, workerParam } from '../validate.js';
 import { HttpError, unknownWorker } from '../errors.js';
 import { actsForWorker, newWorkerKey } from '../auth.js';
@@ -21,7 +32,13 @@ export function workerRoutes(ctx: AppContext): Router {
     const w = await registerWorker(ctx.db, parse(registerWorkerSchema, req.body, 'body'), key.sha256);
     ctx.knownWorkers.invalidate();
     ctx.log.info({ workerId: w.id, name: w.name, region: w.region, slots: w.slots }, 'worker registered');
-    const body: RegisterResponse = { id: w.id, workerKey: key.key, leaseTtlMs: ttl(), heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)), heartbeatWaits: true };
+    const body: RegisterResponse = {
+      id: w.id,
+      workerKey: key.key,
+      leaseTtlMs: ttl(),
+      heartbeatIntervalMs: Math.max(100, Math.floor(ttl() / 3)),
+      heartbeatWaits: true,
+    };
     res.status(201).json(body);
   });
 
@@ -43,10 +60,14 @@ export function workerRoutes(ctx: AppContext): Router {
     try {
       const answer = await ctx.heartbeats.submit({ workerId: id, leases });
       if (!answer) throw unknownWorker(id);
-      if (answer.deregistered) ctx.log.info({ workerId: id, leases: leases.length }, 'heartbeat from a deregistered worker; told to stop');
-      else for (const jobId of answer.lost) ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
+      if (answer.deregistered)
+        ctx.log.info({ workerId: id, leases: leases.length }, 'heartbeat from a deregistered worker; told to stop');
+      else
+        for (const jobId of answer.lost)
+          ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
       const nothingToSay = answer.cancel.length === 0 && !answer.drain;
-      if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs)))) return void res.json(answer);
+      if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs))))
+        return void res.json(answer);
       // Woken by a cancel, a drain or a deregistration: say which.
       const { deregistered, ...said } = await cancelsAndDrain(ctx.db, id);
       res.json(deregistered ? deregisteredAnswer(leases) : { ...said, lost: answer.lost });
@@ -68,7 +89,11 @@ export function workerRoutes(ctx: AppContext): Router {
     await mustActForWorker(ctx, req, res, id, 'deregisters');
     const { worker, reaped } = await deregisterWorker(ctx.db, id);
     ctx.knownWorkers.invalidate();
-    for (const job of reaped) ctx.log.warn({ jobId: job.id, workerId: id, attempt: job.runs, state: job.state }, 'worker deregistered while running the job; run recorded as lost');
+    for (const job of reaped)
+      ctx.log.warn(
+        { jobId: job.id, workerId: id, attempt: job.runs, state: job.state },
+        'worker deregistered while running the job; run recorded as lost',
+      );
     ctx.log.info({ workerId: id, jobsTakenBack: reaped.length }, 'worker deregistered');
     res.json(toWorkerView(worker));
   });
@@ -95,7 +120,17 @@ export function workerRoutes(ctx: AppContext): Router {
 }
 
 /** A worker token acts only for the worker whose key it shows; an admin token for any. */
-async function mustActForWorker(ctx: AppContext, req: Request, res: Response, workerId: string, action: string): Promise<void> {
+async function mustActForWorker(
+  ctx: AppContext,
+  req: Request,
+  res: Response,
+  workerId: string,
+  action: string,
+): Promise<void> {
   if (actsForWorker(res, (await getWorker(ctx.db, workerId)).key_sha256, req.get('x-worker-key'))) return;
-  throw new HttpError(403, 'not_this_worker', `headers.x-worker-key: a worker token ${action} only the worker whose key it shows (its registration returned it as workerKey); an admin token ${action} any`);
+  throw new HttpError(
+    403,
+    'not_this_worker',
+    `headers.x-worker-key: a worker token ${action} only the worker whose key it shows (its registration returned it as workerKey); an admin token ${action} any`,
+  );
 }

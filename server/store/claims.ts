@@ -27,8 +27,14 @@ type Executor = Db | Transaction<Database>;
  * FOR UPDATE SKIP LOCKED (so claimers never wait on each other), let every filter of the queue
  * (plugins included) and the capacity fit pick among them, and start their leases.
  */
-export async function claimJobs(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<Claimed> {
-  if (opts.jobId === undefined && claimsInOneStatement(settings)) return { jobs: await claimInOneStatement(db, workerId, opts), contended: false };
+export async function claimJobs(
+  db: Db,
+  settings: PlacementSettings,
+  workerId: string,
+  opts: ClaimOptions,
+): Promise<Claimed> {
+  if (opts.jobId === undefined && claimsInOneStatement(settings))
+    return { jobs: await claimInOneStatement(db, workerId, opts), contended: false };
   const claimed = await claimInTransaction(db, settings, workerId, opts);
   return { jobs: claimed.jobs.sort(inClaimOrder), contended: claimed.contended };
 }
@@ -43,7 +49,8 @@ export interface Claimed {
   contended: boolean;
 }
 
-export const claimsInOneStatement = (settings: PlacementSettings) => settings.filtersInSql && !hasCentralQueues(settings);
+export const claimsInOneStatement = (settings: PlacementSettings) =>
+  settings.filtersInSql && !hasCentralQueues(settings);
 
 export interface ReleaseAndClaim {
   released: Map<number, ReleasedRun>;
@@ -55,9 +62,18 @@ export interface ReleaseAndClaim {
  * A worker's finished runs, then its claim, in one statement and one commit (where claims are one
  * statement): a worker running short jobs does this for every few jobs it runs.
  */
-export async function releaseAndClaim(db: Db, workerId: string, releases: ReleaseRequest[], opts: ClaimOptions): Promise<ReleaseAndClaim> {
-  const rows = (await sql<ClaimRow & ReleasedRun & { kind: 'released' | 'claimed' | 'no_worker' }>`
-    SELECT * FROM skipjack_release_and_claim(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
+export async function releaseAndClaim(
+  db: Db,
+  workerId: string,
+  releases: ReleaseRequest[],
+  opts: ClaimOptions,
+): Promise<ReleaseAndClaim> {
+  const rows = (
+    await sql<ClaimRow & ReleasedRun & { kind: 'released' | 'claimed' | 'no_worker' }>`
+    SELECT * FROM skipjack_release_and_claim(${releaseArgs(releases)}, ${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(
+      db,
+    )
+  ).rows;
   const out: ReleaseAndClaim = { released: new Map(), claimed: [], workerKnown: true };
   for (const r of rows) {
     if (r.kind === 'released') out.released.set(r.id, r);
@@ -73,21 +89,32 @@ export async function releaseAndClaim(db: Db, workerId: string, releases: Releas
  * when skipjack_can_start_new says it may (013); otherwise, and for a batch, the claim is
  * skipjack_claim, as for any claim.
  */
-export async function insertThenClaim(db: Db, rows: InsertRow[], workerId: string, opts: ClaimOptions & { prepared?: PreparedStatements }): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
+export async function insertThenClaim(
+  db: Db,
+  rows: InsertRow[],
+  workerId: string,
+  opts: ClaimOptions & { prepared?: PreparedStatements },
+): Promise<{ inserted: JobRow[]; claimed: ClaimRow[] }> {
   const statement = compileHandOff(db, rows, workerId, opts);
   const result = opts.prepared ? await opts.prepared.rows(statement) : (await db.executeQuery(statement)).rows;
   const inserted = result.filter((r) => r.id !== null).map(({ handed: _, ...row }) => row as JobRow);
   if (inserted.length === 1 && inserted[0].state === 'running') return { inserted, claimed: inserted };
   const claimed: ClaimRow[] = result[0]?.handed ?? [];
   const byId = new Map(claimed.map((c) => [c.id, c]));
-  return { inserted: inserted.map((row) => (byId.has(row.id) ? asClaimedBy(row, workerId, byId.get(row.id)!, opts.leaseTtlMs) : row)), claimed };
+  return {
+    inserted: inserted.map((row) =>
+      byId.has(row.id) ? asClaimedBy(row, workerId, byId.get(row.id)!, opts.leaseTtlMs) : row,
+    ),
+    claimed,
+  };
 }
 
 type HandOffRow = JobRow & { handed: ClaimRow[] };
 
 /** The hand-off statement: one job's starts it at its insert when it can, a batch's claims. */
 export function handOffStatement(db: Db, rows: InsertRow[], workerId: unknown, max: unknown, leaseTtlMs: unknown) {
-  if (rows.length !== 1) return sql<HandOffRow>`WITH ${insertThenClaimCtes(insertStatement(db, rows), workerId, max, leaseTtlMs)}`;
+  if (rows.length !== 1)
+    return sql<HandOffRow>`WITH ${insertThenClaimCtes(insertStatement(db, rows), workerId, max, leaseTtlMs)}`;
   const row = rows[0];
   const due = 'run_at' in row ? sql`${row.run_at}::timestamptz <= now()` : sql`true`;
   return sql<HandOffRow>`
@@ -101,7 +128,13 @@ export function handOffStatement(db: Db, rows: InsertRow[], workerId: unknown, m
  * argument reads the count of inserted rows, so it runs once the insert is done, and it then sees
  * the new jobs (a volatile function sees what its calling statement wrote before it ran).
  */
-function insertThenClaimCtes(insert: RawBuilder<unknown> | ReturnType<typeof insertStatement>, workerId: unknown, max: unknown, leaseTtlMs: unknown, started = sql`false`) {
+function insertThenClaimCtes(
+  insert: RawBuilder<unknown> | ReturnType<typeof insertStatement>,
+  workerId: unknown,
+  max: unknown,
+  leaseTtlMs: unknown,
+  started = sql`false`,
+) {
   return sql`
     ins AS (${insert}),
     handed AS (
@@ -119,7 +152,8 @@ function insertThenClaimCtes(insert: RawBuilder<unknown> | ReturnType<typeof ins
 /** One job's insert, as running on the worker where `can.start`, set as server/sql/claim.sql sets a job it starts. */
 function insertStartedIfItCan(row: InsertRow, workerId: unknown, leaseTtlMs: unknown) {
   const columns = (Object.keys(row) as (keyof InsertRow)[]).filter((c) => c !== 'placement_deadline_at');
-  const ifStarted = (value: RawBuilder<unknown>, otherwise: RawBuilder<unknown> | unknown = null) => sql`CASE WHEN can.start THEN ${value} ELSE ${otherwise} END`;
+  const ifStarted = (value: RawBuilder<unknown>, otherwise: RawBuilder<unknown> | unknown = null) =>
+    sql`CASE WHEN can.start THEN ${value} ELSE ${otherwise} END`;
   return sql`
     INSERT INTO jobs (${sql.join(columns.map((c) => sql.ref(c)))}, placement_deadline_at, state, worker_id, lease_token, lease_expires_at, started_at, attempts, runs)
     SELECT ${sql.join(columns.map((c) => sql`${row[c]}`))}, ${ifStarted(sql`NULL`, sql`${row.placement_deadline_at}::timestamptz`)},
@@ -143,7 +177,12 @@ const oneJobHandOffs = new Map<string, CompiledQuery<HandOffRow>>();
  * per set of columns and given this job's values: compiling it every time took 0.17 ms of the
  * job's way to its worker on an idle VM (bench/ latency).
  */
-export function compileHandOff(db: Db, rows: InsertRow[], workerId: string, opts: ClaimOptions): CompiledQuery<HandOffRow> {
+export function compileHandOff(
+  db: Db,
+  rows: InsertRow[],
+  workerId: string,
+  opts: ClaimOptions,
+): CompiledQuery<HandOffRow> {
   if (rows.length !== 1) return handOffStatement(db, rows, workerId, opts.max, opts.leaseTtlMs).compile(db);
   const columns = Object.keys(rows[0]);
   const key = columns.join();
@@ -153,7 +192,12 @@ export function compileHandOff(db: Db, rows: InsertRow[], workerId: string, opts
     template = handOffStatement(db, [slots], new Slot(' worker'), new Slot(' max'), new Slot(' ttl')).compile(db);
     oneJobHandOffs.set(key, template);
   }
-  const values: Record<string, unknown> = { ...rows[0], ' worker': workerId, ' max': opts.max, ' ttl': opts.leaseTtlMs };
+  const values: Record<string, unknown> = {
+    ...rows[0],
+    ' worker': workerId,
+    ' max': opts.max,
+    ' ttl': opts.leaseTtlMs,
+  };
   return { ...template, parameters: template.parameters.map((p) => (p instanceof Slot ? values[p.name] : p)) };
 }
 
@@ -180,12 +224,20 @@ function inClaimOrder(a: JobRow, b: JobRow): number {
   return b.priority - a.priority || a.run_at.getTime() - b.run_at.getTime() || a.id - b.id;
 }
 
-async function claimInTransaction(db: Db, settings: PlacementSettings, workerId: string, opts: ClaimOptions): Promise<{ jobs: JobRow[]; contended: boolean }> {
+async function claimInTransaction(
+  db: Db,
+  settings: PlacementSettings,
+  workerId: string,
+  opts: ClaimOptions,
+): Promise<{ jobs: JobRow[]; contended: boolean }> {
   return db.transaction().execute(async (trx) => {
     const taken = (jobs: JobRow[]) => ({ jobs, contended: false });
     const worker = await lockWorker(trx, workerId);
     if (worker.state !== 'active') return taken([]);
-    const assigned = opts.jobId === undefined && hasCentralQueues(settings) ? await startAssigned(trx, worker.id, opts.max, opts.leaseTtlMs) : [];
+    const assigned =
+      opts.jobId === undefined && hasCentralQueues(settings)
+        ? await startAssigned(trx, worker.id, opts.max, opts.leaseTtlMs)
+        : [];
     const max = opts.max - assigned.length;
     const queues = worker.queues.filter((q) => settings.modeFor(q) === 'pull');
     if (max <= 0 || queues.length === 0) return taken(assigned);
@@ -196,24 +248,44 @@ async function claimInTransaction(db: Db, settings: PlacementSettings, workerId:
     // one, claimers that skipped them as locked would sleep as if nothing were there. Only a claim
     // that took something says so: one that took nothing would wake itself again, forever. A
     // claimer that took nothing finds out for itself that it skipped rows (`contended`).
-    if (chosen.length > 0 && candidates.length > chosen.length) await sql`SELECT pg_notify('skipjack_jobs', '')`.execute(trx);
+    if (chosen.length > 0 && candidates.length > chosen.length)
+      await sql`SELECT pg_notify('skipjack_jobs', '')`.execute(trx);
     if (chosen.length === 0) {
-      const contended = assigned.length === 0 && opts.jobId === undefined && (await skippedLocked(trx, worker, load, queues, max, candidates));
+      const contended =
+        assigned.length === 0 &&
+        opts.jobId === undefined &&
+        (await skippedLocked(trx, worker, load, queues, max, candidates));
       return { jobs: assigned, contended };
     }
-    return taken([...assigned, ...(await startLeases(trx, worker.id, chosen.map((c) => c.id), opts.leaseTtlMs))]);
+    return taken([
+      ...assigned,
+      ...(await startLeases(
+        trx,
+        worker.id,
+        chosen.map((c) => c.id),
+        opts.leaseTtlMs,
+      )),
+    ]);
   });
 }
 
 /** The same look without SKIP LOCKED finds a job the locking one passed over: another claim holds it. */
-async function skippedLocked(trx: Transaction<Database>, w: WorkerRow, load: Allocation, queues: string[], max: number, locked: JobRow[]): Promise<boolean> {
+async function skippedLocked(
+  trx: Transaction<Database>,
+  w: WorkerRow,
+  load: Allocation,
+  queues: string[],
+  max: number,
+  locked: JobRow[],
+): Promise<boolean> {
   const seen = new Set(locked.map((c) => c.id));
   return (await selectCandidates(trx, w, load, queues, max, false)).some((c) => !seen.has(c.id));
 }
 
 async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions): Promise<ClaimRow[]> {
   try {
-    return (await sql<ClaimRow>`SELECT * FROM skipjack_claim(${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db)).rows;
+    return (await sql<ClaimRow>`SELECT * FROM skipjack_claim(${workerId}, ${opts.max}, ${opts.leaseTtlMs})`.execute(db))
+      .rows;
   } catch (err) {
     if ((err as { code?: string }).code === 'P0002') throw unknownWorker(workerId);
     throw err;
@@ -223,59 +295,102 @@ async function claimInOneStatement(db: Db, workerId: string, opts: ClaimOptions)
 // A row lock, not an update: liveness comes from heartbeats, and a claim need not write the row.
 // NO KEY: the weakest row lock that still serializes one worker's claims.
 async function lockWorker(trx: Transaction<Database>, workerId: string): Promise<WorkerRow> {
-  const row = (await sql<WorkerRow>`
-    SELECT * FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE`.execute(trx)).rows[0];
+  const row = (
+    await sql<WorkerRow>`
+    SELECT * FROM workers WHERE id = ${workerId} FOR NO KEY UPDATE`.execute(trx)
+  ).rows[0];
   if (!row) throw unknownWorker(workerId);
   return row;
 }
 
 /** Runs after the worker lock, so it sees every claim before ours. */
 async function workerLoad(db: Executor, workerId: string): Promise<Allocation> {
-  const row = (await sql<{ cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
-    SELECT * FROM skipjack_worker_load(${workerId})`.execute(db)).rows[0];
+  const row = (
+    await sql<{ cpu: number; memory_mb: number; disk_mb: number; slots: number }>`
+    SELECT * FROM skipjack_worker_load(${workerId})`.execute(db)
+  ).rows[0];
   return { cpu: row.cpu, memoryMb: row.memory_mb, diskMb: row.disk_mb, slots: row.slots };
 }
 
 /** Region, resources and labels are checked in SQL (skipjack_candidates); `lock` takes the rows. */
-async function selectCandidates(db: Executor, w: WorkerRow, load: Allocation, queues: string[], max: number, lock: boolean, jobId?: number): Promise<JobRow[]> {
-  return (await sql<JobRow>`
+async function selectCandidates(
+  db: Executor,
+  w: WorkerRow,
+  load: Allocation,
+  queues: string[],
+  max: number,
+  lock: boolean,
+  jobId?: number,
+): Promise<JobRow[]> {
+  return (
+    await sql<JobRow>`
     SELECT c.* FROM workers w, skipjack_candidates(w, ${queues}::text[], ${Math.min(max, w.slots - load.slots)}::int,
       ${w.cpu - load.cpu}::int, ${w.memory_mb - load.memoryMb}::int, ${w.disk_mb - load.diskMb}::int, ${lock}, ${jobId ?? null}::bigint) AS c
-    WHERE w.id = ${w.id}`.execute(db)).rows;
+    WHERE w.id = ${w.id}`.execute(db)
+  ).rows;
 }
 
 /** Every filter of the job's queue (plugins included), then the cumulative capacity fit. */
-function choose(settings: PlacementSettings, w: WorkerRow, load: Allocation, candidates: JobRow[], max: number): PlacementJob[] {
+function choose(
+  settings: PlacementSettings,
+  w: WorkerRow,
+  load: Allocation,
+  candidates: JobRow[],
+  max: number,
+): PlacementJob[] {
   if (candidates.length === 0) return [];
   const worker = toPlacementWorker(w, load);
   const ctx = { now: Date.now() };
-  const eligible = candidates.map(toPlacementJob).filter((job) => firstFailure(job, worker, settings.configFor(job.queue).filters, ctx) === null);
+  const eligible = candidates
+    .map(toPlacementJob)
+    .filter((job) => firstFailure(job, worker, settings.configFor(job.queue).filters, ctx) === null);
   return rankJobsForWorker(eligible, worker, { filters: [], ctx, max }).claim;
 }
 
 async function startLeases(trx: Transaction<Database>, workerId: string, ids: number[], ttlMs: number) {
-  return (await sql<JobRow>`SELECT * FROM skipjack_start_leases(${workerId}, ${ids}::bigint[], ${ttlMs})`.execute(trx)).rows;
+  return (await sql<JobRow>`SELECT * FROM skipjack_start_leases(${workerId}, ${ids}::bigint[], ${ttlMs})`.execute(trx))
+    .rows;
 }
 
 /** Central mode: the jobs the scheduler reserved on this worker start now. */
 async function startAssigned(trx: Transaction<Database>, workerId: string, max: number, ttlMs: number) {
-  return (await sql<JobRow>`
+  return (
+    await sql<JobRow>`
     SELECT * FROM skipjack_start_leases(${workerId}, ARRAY(
-      SELECT id FROM jobs WHERE worker_id = ${workerId} AND state = 'assigned' ORDER BY assigned_at, id LIMIT ${max}), ${ttlMs})`.execute(trx)).rows;
+      SELECT id FROM jobs WHERE worker_id = ${workerId} AND state = 'assigned' ORDER BY assigned_at, id LIMIT ${max}), ${ttlMs})`.execute(
+      trx,
+    )
+  ).rows;
 }
 
 /** The single-job claim: 409 when the job is taken, not pending, or does not fit this worker. */
-export async function claimOne(db: Db, settings: PlacementSettings, workerId: string, jobId: number, leaseTtlMs: number): Promise<ClaimRow> {
+export async function claimOne(
+  db: Db,
+  settings: PlacementSettings,
+  workerId: string,
+  jobId: number,
+  leaseTtlMs: number,
+): Promise<ClaimRow> {
   const [row] = (await claimJobs(db, settings, workerId, { max: 1, leaseTtlMs, jobId })).jobs;
   if (row) return row;
   const job = await db.selectFrom('jobs').select(['state']).where('id', '=', jobId).executeTakeFirst();
   if (!job) throw notFound(`job ${jobId}`);
-  throw new HttpError(409, 'not_claimable', `job ${jobId} is ${job.state === 'pending' ? 'taken, not due, or does not fit this worker' : job.state}`);
+  throw new HttpError(
+    409,
+    'not_claimable',
+    `job ${jobId} is ${job.state === 'pending' ? 'taken, not due, or does not fit this worker' : job.state}`,
+  );
 }
 
 /** The poll: pending jobs this worker could claim now, in claim order, without taking them. */
-export async function availableJobs(db: Db, settings: PlacementSettings, workerId: string, limit: number): Promise<JobRow[]> {
-  const w = (await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst()) as WorkerRow | undefined;
+export async function availableJobs(
+  db: Db,
+  settings: PlacementSettings,
+  workerId: string,
+  limit: number,
+): Promise<JobRow[]> {
+  const w = (await db.selectFrom('workers').selectAll().where('id', '=', workerId).executeTakeFirst()) as
+    WorkerRow | undefined;
   if (!w) throw unknownWorker(workerId);
   const queues = w.queues.filter((q) => settings.modeFor(q) === 'pull');
   if (queues.length === 0) return [];

@@ -70,13 +70,20 @@ export const fitsOneStatement = (jobs: unknown[]) => jobs.length <= INSERT_CHUNK
  * exists already yields the existing job. `run` inserts rows that fit one statement; the hand-off
  * to a sleeping claim inserts them together with that claim.
  */
-export async function enqueueJobs(db: Db, jobs: EnqueueJobParsed[], run: (rows: InsertRow[]) => Promise<JobRow[]> = (r) => insertStatement(db, r).execute() as Promise<JobRow[]>): Promise<EnqueueResult[]> {
+export async function enqueueJobs(
+  db: Db,
+  jobs: EnqueueJobParsed[],
+  run: (rows: InsertRow[]) => Promise<JobRow[]> = (r) => insertStatement(db, r).execute() as Promise<JobRow[]>,
+): Promise<EnqueueResult[]> {
   const rows = jobs.map(toInsertRow);
-  const inserted = fitsOneStatement(rows) ? await run(rows) : await db.transaction().execute(async (trx) => {
-    const all: JobRow[] = [];
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) all.push(...(await insertStatement(trx, rows.slice(i, i + INSERT_CHUNK)).execute() as JobRow[]));
-    return all;
-  });
+  const inserted = fitsOneStatement(rows)
+    ? await run(rows)
+    : await db.transaction().execute(async (trx) => {
+        const all: JobRow[] = [];
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK)
+          all.push(...((await insertStatement(trx, rows.slice(i, i + INSERT_CHUNK)).execute()) as JobRow[]));
+        return all;
+      });
   if (inserted.length === rows.length && !rows.some((r) => r.idempotency_key)) {
     return inserted.map((job) => ({ job, created: true }));
   }
@@ -110,7 +117,11 @@ export interface ListJobsQuery {
 }
 
 export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow[]; nextCursor: number | null }> {
-  let query = db.selectFrom('jobs').selectAll().orderBy('id', 'desc').limit(q.limit + 1);
+  let query = db
+    .selectFrom('jobs')
+    .selectAll()
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1);
   if (q.state) query = query.where('state', '=', q.state);
   if (q.queue) query = query.where('queue', '=', q.queue);
   if (q.cursor) query = query.where('id', '<', q.cursor);
@@ -126,7 +137,8 @@ export async function listJobs(db: Db, q: ListJobsQuery): Promise<{ jobs: JobRow
  */
 export async function cancelJob(db: Db, id: number): Promise<JobRow> {
   // The NOTIFY tells a worker whose heartbeat the server holds, on whichever server, at once.
-  const row = (await sql<JobRow>`
+  const row = (
+    await sql<JobRow>`
     WITH u AS (
       UPDATE jobs SET
         state = CASE WHEN state IN ('pending', 'assigned') THEN 'cancelled' ELSE state END,
@@ -138,7 +150,8 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
       RETURNING *
     )
     SELECT u.* FROM u LEFT JOIN LATERAL (
-      SELECT pg_notify('skipjack_cancel', u.worker_id::text) WHERE u.cancel_requested) AS told ON true`.execute(db)).rows[0];
+      SELECT pg_notify('skipjack_cancel', u.worker_id::text) WHERE u.cancel_requested) AS told ON true`.execute(db)
+  ).rows[0];
   if (row) return row;
   const job = await getJob(db, id);
   throw new HttpError(409, 'already_finished', `job ${id} is already ${job.state}`, { state: job.state });
@@ -146,7 +159,9 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
 
 /** Every ended run, plus the one in progress (job_runs gathers them from job_attempts and the job's row). */
 export async function listAttempts(db: Db, jobId: number) {
-  return (await sql`
+  return (
+    await sql`
     SELECT job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, exit_code, signal, error
-    FROM job_runs WHERE job_id = ${jobId} ORDER BY attempt`.execute(db)).rows;
+    FROM job_runs WHERE job_id = ${jobId} ORDER BY attempt`.execute(db)
+  ).rows;
 }

@@ -9,10 +9,12 @@ import { HttpError, staleLease } from '../errors.js';
 export type ReleaseInput = z.output<typeof releaseSchema>;
 
 export async function heartbeatJob(db: Db, jobId: number, leaseToken: string, leaseTtlMs: number) {
-  const row = (await sql<{ lease_expires_at: Date; cancel_requested: boolean }>`
+  const row = (
+    await sql<{ lease_expires_at: Date; cancel_requested: boolean }>`
     UPDATE jobs SET lease_expires_at = now() + ${leaseTtlMs} * interval '1 millisecond'
     WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
-    RETURNING lease_expires_at, cancel_requested`.execute(db)).rows[0];
+    RETURNING lease_expires_at, cancel_requested`.execute(db)
+  ).rows[0];
   if (!row) throw staleLease(jobId);
   return { leaseExpiresAt: row.lease_expires_at.toISOString(), cancelRequested: row.cancel_requested };
 }
@@ -60,7 +62,8 @@ export function releaseArgs(releases: ReleaseRequest[]) {
 export async function recordRestart(db: Db, jobId: number, r: z.output<typeof restartSchema>): Promise<number> {
   // Under one lease only restarts move `runs`: one past the reported run means this restart is recorded.
   const ended = r.run ?? null;
-  const row = (await sql<{ restartable: boolean; runs: number; bumped: number | null }>`
+  const row = (
+    await sql<{ restartable: boolean; runs: number; bumped: number | null }>`
     WITH cur AS (
       SELECT id, runs, worker_id, started_at, coalesce(restart ->> 'policy', 'never') <> 'never' AS restartable,
         ${ended}::int IS NULL OR runs = ${ended}::int AS opens FROM jobs
@@ -72,12 +75,22 @@ export async function recordRestart(db: Db, jobId: number, r: z.output<typeof re
     ), bumped AS (
       UPDATE jobs j SET runs = j.runs + 1, started_at = now() FROM cur WHERE j.id = cur.id AND cur.restartable AND cur.opens RETURNING j.runs
     )
-    SELECT cur.restartable, cur.runs, bumped.runs AS bumped FROM cur LEFT JOIN bumped ON true`.execute(db)).rows[0];
+    SELECT cur.restartable, cur.runs, bumped.runs AS bumped FROM cur LEFT JOIN bumped ON true`.execute(db)
+  ).rows[0];
   if (!row) throw staleLease(jobId);
-  if (!row.restartable) throw new HttpError(409, 'no_restart_policy', `job ${jobId} has no restart policy that restarts it; release it instead`);
+  if (!row.restartable)
+    throw new HttpError(
+      409,
+      'no_restart_policy',
+      `job ${jobId} has no restart policy that restarts it; release it instead`,
+    );
   if (row.bumped !== null) return row.bumped;
   if (row.runs === ended! + 1) return row.runs;
-  throw new HttpError(409, 'run_mismatch', `body.run: job ${jobId} is in run ${row.runs}; run ${ended} is not the one that ended`);
+  throw new HttpError(
+    409,
+    'run_mismatch',
+    `body.run: job ${jobId} is in run ${row.runs}; run ${ended} is not the one that ended`,
+  );
 }
 
 export interface AppendResult {
@@ -98,9 +111,11 @@ export async function appendLogs(
   chunks: { offset: number; stream: string; data: Buffer }[],
 ): Promise<AppendResult> {
   return db.transaction().execute(async (trx) => {
-    const job = (await sql<{ runs: number }>`
+    const job = (
+      await sql<{ runs: number }>`
       SELECT runs FROM jobs WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
-      FOR NO KEY UPDATE`.execute(trx)).rows[0];
+      FOR NO KEY UPDATE`.execute(trx)
+    ).rows[0];
     if (!job) throw staleLease(jobId);
     let end = await logEnd(trx as unknown as Db, jobId, job.runs);
     const rows = [];
@@ -108,11 +123,21 @@ export async function appendLogs(
       const chunkEnd = c.offset + c.data.length;
       if (chunkEnd <= end) continue;
       if (c.offset > end) throw gapError(jobId, end, c.offset);
-      rows.push({ job_id: jobId, attempt: job.runs, byte_offset: end, stream: c.stream, data: c.data.subarray(end - c.offset) });
+      rows.push({
+        job_id: jobId,
+        attempt: job.runs,
+        byte_offset: end,
+        stream: c.stream,
+        data: c.data.subarray(end - c.offset),
+      });
       end = chunkEnd;
     }
     if (rows.length > 0) {
-      await trx.insertInto('job_logs').values(rows).onConflict((oc) => oc.doNothing()).execute();
+      await trx
+        .insertInto('job_logs')
+        .values(rows)
+        .onConflict((oc) => oc.doNothing())
+        .execute();
       await sql`SELECT pg_notify('skipjack_logs', ${String(jobId)})`.execute(trx);
     }
     return { end, stored: rows.reduce((n, r) => n + r.data.length, 0) };
@@ -120,26 +145,39 @@ export async function appendLogs(
 }
 
 async function logEnd(db: Db, jobId: number, run: number): Promise<number> {
-  const last = (await sql<{ end: number }>`
+  const last = (
+    await sql<{ end: number }>`
     SELECT byte_offset + length(data) AS end FROM job_logs
-    WHERE job_id = ${jobId} AND attempt = ${run} ORDER BY byte_offset DESC LIMIT 1`.execute(db)).rows[0];
+    WHERE job_id = ${jobId} AND attempt = ${run} ORDER BY byte_offset DESC LIMIT 1`.execute(db)
+  ).rows[0];
   return last ? Number(last.end) : 0;
 }
 
 function gapError(jobId: number, end: number, offset: number) {
-  return new HttpError(409, 'log_gap', `job ${jobId}: chunk starts at byte ${offset} but the log ends at ${end}; resend from ${end}`, {
-    expectedOffset: end,
-  });
+  return new HttpError(
+    409,
+    'log_gap',
+    `job ${jobId}: chunk starts at byte ${offset} but the log ends at ${end}; resend from ${end}`,
+    {
+      expectedOffset: end,
+    },
+  );
 }
 
 /** A run's output, or every run's with a header line between runs. */
-export async function readLogs(db: Db, jobId: number, opts: { attempt?: number; afterRun?: number; afterOffset?: number } = {}) {
+export async function readLogs(
+  db: Db,
+  jobId: number,
+  opts: { attempt?: number; afterRun?: number; afterOffset?: number } = {},
+) {
   let q = db.selectFrom('job_logs').select(['attempt', 'byte_offset', 'data']).where('job_id', '=', jobId);
   if (opts.attempt !== undefined) q = q.where('attempt', '=', opts.attempt);
   if (opts.afterRun !== undefined) {
     const run = opts.afterRun;
     const offset = opts.afterOffset ?? 0;
-    q = q.where((eb) => eb.or([eb('attempt', '>', run), eb.and([eb('attempt', '=', run), eb('byte_offset', '>=', offset)])]));
+    q = q.where((eb) =>
+      eb.or([eb('attempt', '>', run), eb.and([eb('attempt', '=', run), eb('byte_offset', '>=', offset)])]),
+    );
   }
   return q.orderBy('attempt').orderBy('byte_offset').execute();
 }

@@ -15,7 +15,10 @@ export class PreparedStatements {
   private unnamed = false;
 
   /** `onLost` hears, once, that named statements do not last between calls on this pool. */
-  constructor(private pool: pg.Pool, private onLost: (err: Error) => void = () => {}) {}
+  constructor(
+    private pool: pg.Pool,
+    private onLost: (err: Error) => void = () => {},
+  ) {}
 
   async rows<R>(query: CompiledQuery<R>): Promise<R[]> {
     const values = [...query.parameters];
@@ -67,8 +70,11 @@ export class PreparedStatements {
 }
 
 /** A named statement this connection prepared is not on the server it reached, or another one is there by that name. */
-const lostStatement = (err: unknown) => err instanceof pg.DatabaseError && (err.code === '26000' || err.code === '42P05');
+const lostStatement = (err: unknown) =>
+  err instanceof pg.DatabaseError && (err.code === '26000' || err.code === '42P05');
 
 /** The plan of a named statement no longer fits a table it reads. */
 const stalePlan = (err: unknown) =>
-  err instanceof pg.DatabaseError && err.code === '0A000' && /cached plan must not change result type/.test(err.message);
+  err instanceof pg.DatabaseError &&
+  err.code === '0A000' &&
+  /cached plan must not change result type/.test(err.message);

@@ -4,12 +4,22 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db.js';
 
-export interface ReapedJob { id: number; state: string; worker_id: string; runs: number; attempts: number }
+export interface ReapedJob {
+  id: number;
+  state: string;
+  worker_id: string;
+  runs: number;
+  attempts: number;
+}
 
 export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob[]> {
-  return takeBackLeases(db, sql`
+  return takeBackLeases(
+    db,
+    sql`
     SELECT id, worker_id FROM jobs WHERE state = 'running' AND lease_expires_at < now()
-    ORDER BY lease_expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED`, 'lease expired: the worker stopped heartbeating');
+    ORDER BY lease_expires_at LIMIT ${batch} FOR UPDATE SKIP LOCKED`,
+    'lease expired: the worker stopped heartbeating',
+  );
 }
 
 /**
@@ -18,13 +28,18 @@ export async function reapExpiredLeases(db: Db, batch = 1000): Promise<ReapedJob
  * in id order, as releases and heartbeats lock them, so that none of them deadlocks with another.
  */
 export async function reapWorkerLeases(db: Db, workerId: string): Promise<ReapedJob[]> {
-  return takeBackLeases(db, sql`
-    SELECT id, worker_id FROM jobs WHERE worker_id = ${workerId} AND state = 'running' ORDER BY id FOR UPDATE`, 'the worker was deregistered');
+  return takeBackLeases(
+    db,
+    sql`
+    SELECT id, worker_id FROM jobs WHERE worker_id = ${workerId} AND state = 'running' ORDER BY id FOR UPDATE`,
+    'the worker was deregistered',
+  );
 }
 
 /** The runs of the rows `lost` selects (and locks) end as lost; their jobs go back to pending, or fail when their attempts are spent. */
 async function takeBackLeases(db: Db, lost: RawBuilder<unknown>, error: string): Promise<ReapedJob[]> {
-  return (await sql<ReapedJob>`
+  return (
+    await sql<ReapedJob>`
     WITH expired AS (${lost}), reaped AS (
       UPDATE jobs j SET
         state = CASE WHEN j.cancel_requested THEN 'cancelled'
@@ -38,7 +53,8 @@ async function takeBackLeases(db: Db, lost: RawBuilder<unknown>, error: string):
       INSERT INTO job_attempts (job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, error)
       SELECT id, runs, worker_id, started_at, now(), 'lost', 'lost', ${error}::text FROM reaped
     )
-    SELECT id, state, worker_id, runs, attempts FROM reaped`.execute(db)).rows;
+    SELECT id, state, worker_id, runs, attempts FROM reaped`.execute(db)
+  ).rows;
 }
 
 /** Deletes finished jobs that ended before the retention window, their runs and output with them. */
@@ -59,8 +75,10 @@ export async function deleteExpiredJobs(db: Db, retentionMs: number, batch = 100
 
 /** Workers not seen for `silentMs` are gone: they no longer count as capacity. */
 export async function markSilentWorkersGone(db: Db, silentMs: number): Promise<string[]> {
-  return (await sql<{ id: string }>`
+  return (
+    await sql<{ id: string }>`
     UPDATE workers SET state = 'gone'
     WHERE state IN ('active', 'draining') AND last_seen_at < now() - ${silentMs} * interval '1 millisecond'
-    RETURNING id`.execute(db)).rows.map((r) => r.id);
+    RETURNING id`.execute(db)
+  ).rows.map((r) => r.id);
 }

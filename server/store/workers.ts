@@ -42,10 +42,17 @@ export interface Heartbeat {
  * on those jobs. A worker the server does not know gets null; a deregistered one, its
  * deregistered answer.
  */
-export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: number): Promise<(WorkerHeartbeatResponse | null)[]> {
+export async function workerHeartbeats(
+  db: Db,
+  beats: Heartbeat[],
+  leaseTtlMs: number,
+): Promise<(WorkerHeartbeatResponse | null)[]> {
   // In job id order, the order the rows are locked in (see releaseArgs).
-  const leases = beats.flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId }))).sort((a, b) => a.jobId - b.jobId);
-  const rows = (await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
+  const leases = beats
+    .flatMap((b) => b.leases.map((l) => ({ ...l, workerId: b.workerId })))
+    .sort((a, b) => a.jobId - b.jobId);
+  const rows = (
+    await sql<{ kind: 'worker' | 'lease'; id: string; info: string; cancel: boolean | null }>`
     WITH w AS (
       -- A silent worker marked gone is back (still draining if it was asked to); a deregistered
       -- one stays out, unseen.
@@ -61,7 +68,8 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
     )
     SELECT 'worker' AS kind, id::text AS id, state AS info, NULL::boolean AS cancel FROM w
     UNION ALL
-    SELECT 'lease', id::text, worker_id::text, cancel_requested FROM l`.execute(db)).rows;
+    SELECT 'lease', id::text, worker_id::text, cancel_requested FROM l`.execute(db)
+  ).rows;
   const states = new Map(rows.filter((r) => r.kind === 'worker').map((r) => [r.id, r.info]));
   // Keyed by worker too: in one batch, another worker's live lease is not this worker's.
   const held = new Map(rows.filter((r) => r.kind === 'lease').map((r) => [`${r.info}:${r.id}`, r.cancel === true]));
@@ -82,25 +90,45 @@ export async function workerHeartbeats(db: Db, beats: Heartbeat[], leaseTtlMs: n
  * it claimed after the heartbeat began included), whether it is to drain, and whether it was
  * deregistered meanwhile.
  */
-export async function cancelsAndDrain(db: Db, workerId: string): Promise<{ cancel: number[]; drain: boolean; deregistered: boolean }> {
-  const rows = (await sql<{ id: number | null; state: string }>`
+export async function cancelsAndDrain(
+  db: Db,
+  workerId: string,
+): Promise<{ cancel: number[]; drain: boolean; deregistered: boolean }> {
+  const rows = (
+    await sql<{ id: number | null; state: string }>`
     SELECT j.id, w.state FROM workers w
     LEFT JOIN jobs j ON j.worker_id = w.id AND j.state = 'running' AND j.cancel_requested
-    WHERE w.id = ${workerId}`.execute(db)).rows;
+    WHERE w.id = ${workerId}`.execute(db)
+  ).rows;
   const state = rows[0]?.state;
-  return { cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])), drain: state === 'draining', deregistered: state === 'deregistered' };
+  return {
+    cancel: rows.flatMap((r) => (r.id === null ? [] : [r.id])),
+    drain: state === 'draining',
+    deregistered: state === 'deregistered',
+  };
 }
 
 /**
  * What a deregistered worker's heartbeat is told, in words every worker version acts on: each
  * lease it names is lost (it stops those jobs), and it is to drain (it stops).
  */
-export const deregisteredAnswer = (leases: { jobId: number }[]): WorkerHeartbeatResponse =>
-  ({ cancel: [], lost: leases.map((l) => l.jobId), drain: true, deregistered: true });
+export const deregisteredAnswer = (leases: { jobId: number }[]): WorkerHeartbeatResponse => ({
+  cancel: [],
+  lost: leases.map((l) => l.jobId),
+  drain: true,
+  deregistered: true,
+});
 
 /** Deregistration is final: a deregistered worker is not set draining again (409). */
-export async function setWorkerState(db: Db | Transaction<Database>, workerId: string, state: 'draining' | 'deregistered'): Promise<WorkerRow> {
-  let q = db.updateTable('workers').set(state === 'draining' ? { state, drain_asked: true } : { state }).where('id', '=', workerId);
+export async function setWorkerState(
+  db: Db | Transaction<Database>,
+  workerId: string,
+  state: 'draining' | 'deregistered',
+): Promise<WorkerRow> {
+  let q = db
+    .updateTable('workers')
+    .set(state === 'draining' ? { state, drain_asked: true } : { state })
+    .where('id', '=', workerId);
   if (state === 'draining') q = q.where('state', '!=', 'deregistered');
   const row = await q.returningAll().executeTakeFirst();
   if (!row) {
@@ -137,16 +165,23 @@ export async function getWorker(db: Db | Transaction<Database>, workerId: string
 
 /** The jobs a worker holds a lease on, as a claim answers with them. */
 export async function heldJobs(db: Db, workerId: string): Promise<ClaimRow[]> {
-  return (await db.selectFrom('jobs')
+  return (await db
+    .selectFrom('jobs')
     .select(claimColumns)
-    .where('worker_id', '=', workerId).where('state', '=', 'running').orderBy('id').execute()) as ClaimRow[];
+    .where('worker_id', '=', workerId)
+    .where('state', '=', 'running')
+    .orderBy('id')
+    .execute()) as ClaimRow[];
 }
 
 export async function listWorkers(db: Db, includeGone = false): Promise<WorkerView[]> {
   let q = db.selectFrom('workers').selectAll().orderBy('registered_at');
   if (!includeGone) q = q.where('state', 'not in', ['gone', 'deregistered']);
   const rows = (await q.execute()) as WorkerRow[];
-  const alloc = await allocations(db, rows.map((r) => r.id));
+  const alloc = await allocations(
+    db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => toWorkerView(r, alloc.get(r.id)));
 }
 

@@ -10,13 +10,18 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { serverHelpers } from '../support/api.js';
 
 let t: TestServer;
-beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1000 }); });
-afterAll(async () => { await t.close(); });
+beforeAll(async () => {
+  t = await startTestServer({ leaseTtlMs: 1000 });
+});
+afterAll(async () => {
+  await t.close();
+});
 
 const { post } = serverHelpers(() => t);
 
 test('bad input is a 400 that names the field, and changes nothing', async () => {
-  const count = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs`.execute(t.tdb.db)).rows[0].n);
+  const count = async () =>
+    Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs`.execute(t.tdb.db)).rows[0].n);
   const before = await count();
   const cases: [unknown, string][] = [
     [{ command: 'echo hi' }, 'body.command'],
@@ -38,7 +43,15 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
     [JSON.parse('{"command":["x"],"constraints":{"labels":{"__proto__":"gpu"}}}'), 'body.constraints.labels.__proto__'],
     [JSON.parse('{"command":["x"],"env":{"__proto__":"x"}}'), 'body.env.__proto__'],
     // The second job would be answered with the first and never stored.
-    [{ jobs: [{ command: ['a'], idempotencyKey: 'twice' }, { command: ['b'], idempotencyKey: 'twice' }] }, 'body.jobs.1.idempotencyKey'],
+    [
+      {
+        jobs: [
+          { command: ['a'], idempotencyKey: 'twice' },
+          { command: ['b'], idempotencyKey: 'twice' },
+        ],
+      },
+      'body.jobs.1.idempotencyKey',
+    ],
     // A lone surrogate is valid JSON, not valid text: jsonb refused these with a 500.
     ['{"command":["x"],"env":{"A":"\\ud800"}}', 'body.env.A'],
     ['{"command":["x"],"constraints":{"region":"\\ud800"}}', 'body.constraints.region'],
@@ -48,18 +61,43 @@ test('bad input is a 400 that names the field, and changes nothing', async () =>
   ];
   for (const [body, field] of cases) {
     const res = await post('/jobs', body);
-    expect([res.status, res.body.error, res.body.message]).toEqual([400, 'invalid_request', expect.stringContaining(field)]);
+    expect([res.status, res.body.error, res.body.message]).toEqual([
+      400,
+      'invalid_request',
+      expect.stringContaining(field),
+    ]);
   }
-  const withKey = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'one-for-all' }, body: JSON.stringify({ jobs: [{ command: ['a'] }] }) });
-  expect([withKey.status, (await withKey.json()).message]).toEqual([400, expect.stringContaining('headers.idempotency-key')]);
-  const plain = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"command":["x"]}' });
-  expect([plain.status, (await plain.json()).message]).toEqual([415, expect.stringContaining('content-type: text/plain')]);
+  const withKey = await fetch(`${t.server.url}/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'one-for-all' },
+    body: JSON.stringify({ jobs: [{ command: ['a'] }] }),
+  });
+  expect([withKey.status, (await withKey.json()).message]).toEqual([
+    400,
+    expect.stringContaining('headers.idempotency-key'),
+  ]);
+  const plain = await fetch(`${t.server.url}/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain' },
+    body: '{"command":["x"]}',
+  });
+  expect([plain.status, (await plain.json()).message]).toEqual([
+    415,
+    expect.stringContaining('content-type: text/plain'),
+  ]);
   const broken = await post('/jobs', '{"command": [');
   expect([broken.status, broken.body.error]).toEqual([400, 'invalid_json']);
   expect(broken.body.message).toMatch(/^body: not valid JSON/);
   // Valid JSON, but no object: said so, not called invalid JSON.
-  for (const [text, got] of [['null', 'null'], ['3', 'number'], ['"x"', 'string']]) {
-    expect(await post('/jobs', text)).toMatchObject({ status: 400, body: { error: 'invalid_request', message: `body: expected a JSON object, got ${got}` } });
+  for (const [text, got] of [
+    ['null', 'null'],
+    ['3', 'number'],
+    ['"x"', 'string'],
+  ]) {
+    expect(await post('/jobs', text)).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_request', message: `body: expected a JSON object, got ${got}` },
+    });
   }
   // Digits only: 0x10 is not job 16, nor 1e3 job 1000.
   for (const id of ['abc', '0x10', '1e3', '%201', '-1', '0', '99999999999999999999']) {
@@ -93,11 +131,17 @@ test('a JSON body its client cuts off half-way is no error of the server, and st
   const errors: string[] = [];
   const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line).msg) });
   const other = await startServer({ ...t.config, port: 0 }, log);
-  const stored = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE queue = 'cut-off'`.execute(t.tdb.db)).rows[0].n);
+  const stored = async () =>
+    Number(
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE queue = 'cut-off'`.execute(t.tdb.db)).rows[0]
+        .n,
+    );
   try {
     const socket = connect(Number(new URL(other.url).port), '127.0.0.1');
     await once(socket, 'connect');
-    socket.write('POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"command":["true"],"queue":"cut-off"');
+    socket.write(
+      'POST /jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"command":["true"],"queue":"cut-off"',
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     socket.destroy();
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -157,7 +201,11 @@ test('a restart sent again after the server recorded it gets the same answer and
   expect(runs.map((r: { outcome: string | null }) => r.outcome)).toEqual(['restarted', null]);
   // A run that is neither the current one nor the one before is refused, naming the field.
   const stale = await post(`/jobs/${job.id}/restart`, { ...report, run: claimed.attempt + 5 });
-  expect([stale.status, stale.body.error, stale.body.message]).toEqual([409, 'run_mismatch', expect.stringContaining('body.run')]);
+  expect([stale.status, stale.body.error, stale.body.message]).toEqual([
+    409,
+    'run_mismatch',
+    expect.stringContaining('body.run'),
+  ]);
   expect((await t.client.getJob(job.id)).state).toBe('running');
 });
 
@@ -174,7 +222,9 @@ test('a worker registers only queues a job can name, and labels with a value', a
 });
 
 test('a batch larger than one statement can carry is stored whole', async () => {
-  const { status: code, body } = await post('/jobs', { jobs: Array.from({ length: 3000 }, (_, i) => ({ command: ['true'], queue: 'big-batch', env: { I: String(i) } })) });
+  const { status: code, body } = await post('/jobs', {
+    jobs: Array.from({ length: 3000 }, (_, i) => ({ command: ['true'], queue: 'big-batch', env: { I: String(i) } })),
+  });
   expect(code).toBe(201);
   expect(body.jobs).toHaveLength(3000);
   expect(body.jobs[2999].env).toEqual({ I: '2999' });
@@ -186,10 +236,21 @@ test('an idempotency key makes a repeat return the first job', async () => {
   expect(first.status).toBe(201);
   expect(again.status).toBe(200);
   expect(again.body.id).toBe(first.body.id);
-  const viaHeader = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' }, body: JSON.stringify({ command: ['true'] }) });
-  const viaHeaderAgain = await fetch(`${t.server.url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' }, body: JSON.stringify({ command: ['true'] }) });
+  const viaHeader = await fetch(`${t.server.url}/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' },
+    body: JSON.stringify({ command: ['true'] }),
+  });
+  const viaHeaderAgain = await fetch(`${t.server.url}/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'hdr-1' },
+    body: JSON.stringify({ command: ['true'] }),
+  });
   expect((await viaHeader.json()).id).toBe((await viaHeaderAgain.json()).id);
-  const n = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE idempotency_key IN ('deploy-42', 'hdr-1')`.execute(t.tdb.db)).rows[0].n;
+  const n = (
+    await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM jobs WHERE idempotency_key IN ('deploy-42', 'hdr-1')`.execute(t.tdb.db)
+  ).rows[0].n;
   expect(n).toBe(2);
 });
-

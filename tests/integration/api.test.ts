@@ -14,8 +14,12 @@ import { quietLog, startTestServer, until, type TestServer } from '../support/se
 import { serverHelpers, sleepingClaim, sleepingLongPolls, status } from '../support/api.js';
 
 let t: TestServer;
-beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1000 }); });
-afterAll(async () => { await t.close(); });
+beforeAll(async () => {
+  t = await startTestServer({ leaseTtlMs: 1000 });
+});
+afterAll(async () => {
+  await t.close();
+});
 
 const { register, insertAndClaimTimes, post } = serverHelpers(() => t);
 
@@ -35,15 +39,26 @@ test('a deregistered worker stays out: its leases are taken back at once, and it
   expect(claimed.id).toBe(job.id);
   expect((await t.client.deregister(w.id)).state).toBe('deregistered');
   // Taken back by the DELETE itself, not by the reaper later: the run is lost, the job pending again.
-  expect(await t.client.getJob(job.id)).toMatchObject({ state: 'pending', endReason: 'lost', error: 'the worker was deregistered' });
+  expect(await t.client.getJob(job.id)).toMatchObject({
+    state: 'pending',
+    endReason: 'lost',
+    error: 'the worker was deregistered',
+  });
   const lease = { jobId: job.id, leaseToken: claimed.leaseToken };
   // Said in words a worker of any version acts on: the lease is lost, and it is to drain.
-  expect(await t.client.workerHeartbeat(w.id, [lease])).toEqual({ cancel: [], lost: [job.id], drain: true, deregistered: true });
+  expect(await t.client.workerHeartbeat(w.id, [lease])).toEqual({
+    cancel: [],
+    lost: [job.id],
+    drain: true,
+    deregistered: true,
+  });
   // Before, a heartbeat made a deregistered worker active again, its lease extended.
   expect((await t.client.request<{ state: string }>('GET', `/workers/${w.id}`)).state).toBe('deregistered');
   expect(await status(t.client.drain(w.id))).toBe(409);
   expect((await t.client.workers()).workers.map((x) => x.id)).not.toContain(w.id);
-  expect(await status(t.client.release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }))).toBe(409);
+  expect(
+    await status(t.client.release(job.id, { leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 })),
+  ).toBe(409);
   expect((await t.client.claim(w.id, 1)).jobs).toEqual([]);
   // Deregistering again changes nothing and is no error.
   expect((await t.client.deregister(w.id)).state).toBe('deregistered');
@@ -54,7 +69,8 @@ test('a drain outlasts silence: a worker marked gone that heartbeats again comes
   const w = await t.client.register({ name: 'drain-silent', queues: ['drain-silent'] });
   await t.client.drain(w.id);
   await sql`UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = ${w.id}`.execute(t.tdb.db);
-  const stateOf = async () => (await sql<{ state: string }>`SELECT state FROM workers WHERE id = ${w.id}`.execute(t.tdb.db)).rows[0].state;
+  const stateOf = async () =>
+    (await sql<{ state: string }>`SELECT state FROM workers WHERE id = ${w.id}`.execute(t.tdb.db)).rows[0].state;
   await until('the reaper to mark the worker gone', async () => (await stateOf()) === 'gone');
   expect(await t.client.workerHeartbeat(w.id, [])).toMatchObject({ drain: true });
   expect(await stateOf()).toBe('draining');
@@ -70,8 +86,13 @@ test('a deregistration and a release batch of the same jobs, at once, do not dea
     await t.client.enqueueBatch(Array.from({ length: 300 }, () => ({ command: ['true'], queue })));
     const { jobs } = await t.client.claim(w.id, 300);
     expect(jobs).toHaveLength(300);
-    const releases = jobs.reverse().map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded' as const, exitCode: 0 }));
-    const [released, { reaped }] = await Promise.all([releaseJobs(t.tdb.db, releases), deregisterWorker(t.tdb.db, w.id)]);
+    const releases = jobs
+      .reverse()
+      .map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded' as const, exitCode: 0 }));
+    const [released, { reaped }] = await Promise.all([
+      releaseJobs(t.tdb.db, releases),
+      deregisterWorker(t.tdb.db, w.id),
+    ]);
     // Each job either finished by its release or was taken back: never both, never neither.
     expect(released.size + reaped.length).toBe(300);
   }
@@ -86,7 +107,9 @@ test('claim, heartbeat, log, release: the happy path, and fencing against a stal
   expect(jobs.map((j) => j.id)).toEqual([job.id]);
   const lease = jobs[0].leaseToken;
   expect(await status(t.client.claim(w.id, 5).then((r) => expect(r.jobs).toEqual([])))).toBe(200);
-  await t.client.appendLogs(job.id, lease, [{ offset: 0, stream: 'stdout', data: Buffer.from('hi\n').toString('base64') }]);
+  await t.client.appendLogs(job.id, lease, [
+    { offset: 0, stream: 'stdout', data: Buffer.from('hi\n').toString('base64') },
+  ]);
   // Let the lease lapse; the reaper returns the job and another claim takes it.
   await until('lease reaped', async () => (await t.client.getJob(job.id)).state === 'pending');
   const again = await t.client.claim(w2.id, 1);
@@ -97,15 +120,32 @@ test('claim, heartbeat, log, release: the happy path, and fencing against a stal
   expect(await status(t.client.appendLogs(job.id, lease, [{ offset: 0, data: 'eA==' }]))).toBe(409);
   expect(await status(t.client.request('POST', `/jobs/${job.id}/heartbeat`, { leaseToken: lease }))).toBe(409);
   // Out-of-range numbers are bad input, not a database error.
-  expect(await status(t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'failed', exitCode: 2 ** 40 }))).toBe(400);
+  expect(
+    await status(
+      t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'failed', exitCode: 2 ** 40 }),
+    ),
+  ).toBe(400);
   const still = await t.client.getJob(job.id);
   expect(still).toMatchObject({ state: 'running', exitCode: null, workerId: w2.id });
   // The run in progress is listed with the ended ones, without an outcome yet.
-  const during = (await t.client.request<{ attempts: { attempt: number; outcome: string | null; worker_id: string }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
-  expect(during.map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([[1, 'lost', w2.id], [2, null, w2.id]]);
-  const done = await t.client.release(job.id, { leaseToken: again.jobs[0].leaseToken, outcome: 'succeeded', exitCode: 0 });
+  const during = (
+    await t.client.request<{ attempts: { attempt: number; outcome: string | null; worker_id: string }[] }>(
+      'GET',
+      `/jobs/${job.id}/attempts`,
+    )
+  ).attempts;
+  expect(during.map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([
+    [1, 'lost', w2.id],
+    [2, null, w2.id],
+  ]);
+  const done = await t.client.release(job.id, {
+    leaseToken: again.jobs[0].leaseToken,
+    outcome: 'succeeded',
+    exitCode: 0,
+  });
   expect(done.state).toBe('succeeded');
-  const attempts = (await t.client.request<{ attempts: { outcome: string }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+  const attempts = (await t.client.request<{ attempts: { outcome: string }[] }>('GET', `/jobs/${job.id}/attempts`))
+    .attempts;
   expect(attempts.map((a) => a.outcome)).toEqual(['lost', 'succeeded']);
 });
 
@@ -126,15 +166,24 @@ test('a failed run retries with backoff, then fails after maxAttempts', async ()
   expect(final).toMatchObject({ state: 'failed', exitCode: 3, attempts: 2 });
   type Run = { attempt: number; outcome: string; worker_id: string; exit_code: number; ended_at: string | null };
   const runs = (await t.client.request<{ attempts: Run[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
-  expect(runs.map((r) => [r.attempt, r.outcome, r.worker_id, r.exit_code, r.ended_at !== null])).toEqual([[1, 'failed', w.id, 1, true], [2, 'failed', w.id, 3, true]]);
+  expect(runs.map((r) => [r.attempt, r.outcome, r.worker_id, r.exit_code, r.ended_at !== null])).toEqual([
+    [1, 'failed', w.id, 1, true],
+    [2, 'failed', w.id, 3, true],
+  ]);
   // The run that ended the job is kept in the job's row alone (migration 008); the retried one was written out.
-  const stored = (await sql<{ attempt: number }>`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}`.execute(t.tdb.db)).rows;
+  const stored = (
+    await sql<{ attempt: number }>`SELECT attempt FROM job_attempts WHERE job_id = ${job.id}`.execute(t.tdb.db)
+  ).rows;
   expect(stored.map((r) => r.attempt)).toEqual([1]);
 });
 
 test('cancel: a pending job at once; a running job is flagged for its worker', async () => {
   const w = await t.client.register({ name: 'c', queues: ['cancel'] });
-  const pending = await t.client.enqueue({ command: ['sleep', '1'], queue: 'cancel', runAt: new Date(Date.now() + 60_000).toISOString() });
+  const pending = await t.client.enqueue({
+    command: ['sleep', '1'],
+    queue: 'cancel',
+    runAt: new Date(Date.now() + 60_000).toISOString(),
+  });
   expect((await t.client.cancel(pending.id)).state).toBe('cancelled');
   expect(await status(t.client.cancel(pending.id))).toBe(409);
   const running = await t.client.enqueue({ command: ['sleep', '1'], queue: 'cancel' });
@@ -144,7 +193,11 @@ test('cancel: a pending job at once; a running job is flagged for its worker', a
   const hb = await t.client.workerHeartbeat(w.id, [{ jobId: running.id, leaseToken: claimed.leaseToken }]);
   expect(hb.cancel).toEqual([running.id]);
   // Even a worker that reports "failed" for a cancelled job ends it cancelled, not retried.
-  const ended = await t.client.release(running.id, { leaseToken: claimed.leaseToken, outcome: 'failed', signal: 'SIGTERM' });
+  const ended = await t.client.release(running.id, {
+    leaseToken: claimed.leaseToken,
+    outcome: 'failed',
+    signal: 'SIGTERM',
+  });
   expect(ended.state).toBe('cancelled');
 });
 
@@ -180,7 +233,6 @@ test("a newer claim from a worker ends its older long-poll at once, and jobs go 
   expect((await newer).jobs.map((j) => j.id)).toEqual([job.id]);
 });
 
-
 test('a prepared statement outlives a change to the table it returns: it is prepared again', async () => {
   const pool = new pg.Pool({ connectionString: t.tdb.url, max: 1 });
   const statements = new PreparedStatements(pool);
@@ -206,7 +258,8 @@ test('named statements lost between calls (a pooler in transaction mode) are giv
   const lost: string[] = [];
   const statements = new PreparedStatements(pool, (err) => lost.push(err.message));
   const query = sql<{ id: number }>`SELECT * FROM jobs WHERE id = ${-1}`.compile(t.tdb.db);
-  const prepared = async () => Number((await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n);
+  const prepared = async () =>
+    Number((await pool.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows[0].n);
   try {
     expect(await statements.rows(query)).toEqual([]);
     expect(await prepared()).toBe(1);
@@ -223,7 +276,9 @@ test('named statements lost between calls (a pooler in transaction mode) are giv
 
 test('a claim that locked rows it did not take says so (NOTIFY), or claimers that skipped them would sleep', async () => {
   const w = await t.client.register({ name: 'two-queues', queues: ['left-a', 'left-b'], capacity: { slots: 10 } });
-  await t.client.enqueueBatch([5, 5, 1, 1].map((priority, i) => ({ command: ['true'], priority, queue: i < 2 ? 'left-a' : 'left-b' })));
+  await t.client.enqueueBatch(
+    [5, 5, 1, 1].map((priority, i) => ({ command: ['true'], priority, queue: i < 2 ? 'left-a' : 'left-b' })),
+  );
   const listener = new pg.Client({ connectionString: t.tdb.url });
   await listener.connect();
   try {
@@ -241,7 +296,9 @@ test('a claim that locked rows it did not take says so (NOTIFY), or claimers tha
 
 test('a job that was already waiting for its run time when the server started still wakes a long-poll', async () => {
   const queue = `due-${Date.now()}`;
-  await sql`INSERT INTO jobs (command, queue, run_at) VALUES (ARRAY['true'], ${queue}, now() + interval '1 second')`.execute(t.tdb.db);
+  await sql`INSERT INTO jobs (command, queue, run_at) VALUES (ARRAY['true'], ${queue}, now() + interval '1 second')`.execute(
+    t.tdb.db,
+  );
   const other = await startServer({ ...t.config, port: 0 }, quietLog);
   try {
     const client = new SkipjackClient({ baseUrl: other.url });
@@ -256,21 +313,31 @@ test('a job that was already waiting for its run time when the server started st
 });
 
 test('heartbeats from many workers at once each get their own answer', async () => {
-  const ws = await Promise.all(Array.from({ length: 5 }, (_, i) => t.client.register({ name: `hb${i}`, queues: [`hb${i}`] })));
+  const ws = await Promise.all(
+    Array.from({ length: 5 }, (_, i) => t.client.register({ name: `hb${i}`, queues: [`hb${i}`] })),
+  );
   const jobs = await Promise.all(ws.map((w, i) => t.client.enqueue({ command: ['true'], queue: `hb${i}` })));
   const claims = await Promise.all(ws.map((w) => t.client.claim(w.id, 1)));
   await t.client.cancel(jobs[2].id);
-  const answers = await Promise.all(ws.map((w, i) => t.client.workerHeartbeat(w.id, [
-    { jobId: claims[i].jobs[0].id, leaseToken: claims[i].jobs[0].leaseToken },
-    // A lease this worker does not hold: another worker's job.
-    { jobId: claims[(i + 1) % 5].jobs[0].id, leaseToken: claims[(i + 1) % 5].jobs[0].leaseToken },
-  ])));
+  const answers = await Promise.all(
+    ws.map((w, i) =>
+      t.client.workerHeartbeat(w.id, [
+        { jobId: claims[i].jobs[0].id, leaseToken: claims[i].jobs[0].leaseToken },
+        // A lease this worker does not hold: another worker's job.
+        { jobId: claims[(i + 1) % 5].jobs[0].id, leaseToken: claims[(i + 1) % 5].jobs[0].leaseToken },
+      ]),
+    ),
+  );
   answers.forEach((a, i) => {
     expect(a.cancel).toEqual(i === 2 ? [jobs[2].id] : []);
     expect(a.lost).toEqual([claims[(i + 1) % 5].jobs[0].id]);
     expect(a.drain).toBe(false);
   });
-  const unknown = await fetch(`${t.server.url}/workers/00000000-0000-4000-8000-000000000000/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const unknown = await fetch(`${t.server.url}/workers/00000000-0000-4000-8000-000000000000/heartbeat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   // A code of its own, which a worker tells from a proxy's 404 and registers again on.
   expect([unknown.status, (await unknown.json()).error]).toEqual([404, 'unknown_worker']);
 });
@@ -279,21 +346,28 @@ test('a heartbeat extends leases in place (HOT updates), not by writing index en
   const w = await t.client.register({ name: 'hot', queues: ['hot'], capacity: { slots: 50 } });
   await t.client.enqueueBatch(Array.from({ length: 50 }, () => ({ command: ['true'], queue: 'hot' })));
   // Claimed with a lease of a minute, not this server's 1 s: the reaper must not take them meanwhile.
-  const { rows: jobs } = await sql<{ id: number; lease_token: string }>`SELECT id, lease_token FROM skipjack_claim(${w.id}, 50, 60000)`.execute(t.tdb.db);
+  const { rows: jobs } = await sql<{
+    id: number;
+    lease_token: string;
+  }>`SELECT id, lease_token FROM skipjack_claim(${w.id}, 50, 60000)`.execute(t.tdb.db);
   expect(jobs).toHaveLength(50);
   const leases = jobs.map((j) => ({ jobId: Number(j.id), leaseToken: j.lease_token }));
   // One heartbeat per transaction, as the server sends them. The counters are this connection's
   // not yet reported to the statistics: read them before and after.
-  const counters = async (trx: typeof t.tdb.db) => (await sql<{ upd: number; hot: number }>`
+  const counters = async (trx: typeof t.tdb.db) =>
+    (
+      await sql<{ upd: number; hot: number }>`
     SELECT pg_stat_get_xact_tuples_updated('jobs'::regclass)::int AS upd,
-           pg_stat_get_xact_tuples_hot_updated('jobs'::regclass)::int AS hot`.execute(trx)).rows[0];
-  const heartbeat = () => t.tdb.db.transaction().execute(async (trx) => {
-    const before = await counters(trx);
-    const [answer] = await workerHeartbeats(trx, [{ workerId: w.id, leases }], 60_000);
-    expect(answer).toMatchObject({ lost: [] });
-    const after = await counters(trx);
-    return { updated: after.upd - before.upd, hot: after.hot - before.hot };
-  });
+           pg_stat_get_xact_tuples_hot_updated('jobs'::regclass)::int AS hot`.execute(trx)
+    ).rows[0];
+  const heartbeat = () =>
+    t.tdb.db.transaction().execute(async (trx) => {
+      const before = await counters(trx);
+      const [answer] = await workerHeartbeats(trx, [{ workerId: w.id, leases }], 60_000);
+      expect(answer).toMatchObject({ lost: [] });
+      const after = await counters(trx);
+      return { updated: after.upd - before.upd, hot: after.hot - before.hot };
+    });
   // An update is in place only where its page has room. The claim's new row versions took the
   // room fillfactor left, so the first heartbeats wait for PostgreSQL to prune the old versions,
   // which any older snapshot in the database (an autovacuum's ANALYZE, say) puts off. Until then
@@ -310,7 +384,12 @@ test('a heartbeat extends leases in place (HOT updates), not by writing index en
 
 test('secret env values are masked in every answer but the claim', async () => {
   const w = await t.client.register({ name: 'secret', queues: ['secret'] });
-  const job = await t.client.enqueue({ command: ['true'], queue: 'secret', env: { TOKEN: 's3cr3t', MODE: 'x' }, secretEnv: ['TOKEN'] });
+  const job = await t.client.enqueue({
+    command: ['true'],
+    queue: 'secret',
+    env: { TOKEN: 's3cr3t', MODE: 'x' },
+    secretEnv: ['TOKEN'],
+  });
   expect(job.env).toEqual({ TOKEN: '***', MODE: 'x' });
   expect((await t.client.getJob(job.id)).env.TOKEN).toBe('***');
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
@@ -321,14 +400,28 @@ test('retention deletes finished jobs past the window, with their runs and outpu
   const old = await t.client.enqueue({ command: ['true'], queue: 'retention' });
   const recent = await t.client.enqueue({ command: ['true'], queue: 'retention' });
   const waiting = await t.client.enqueue({ command: ['true'], queue: 'retention' });
-  await sql`UPDATE jobs SET state = 'succeeded', finished_at = now() - interval '2 hours' WHERE id = ${old.id}`.execute(t.tdb.db);
-  await sql`UPDATE jobs SET state = 'failed', finished_at = now() - interval '10 minutes' WHERE id = ${recent.id}`.execute(t.tdb.db);
+  await sql`UPDATE jobs SET state = 'succeeded', finished_at = now() - interval '2 hours' WHERE id = ${old.id}`.execute(
+    t.tdb.db,
+  );
+  await sql`UPDATE jobs SET state = 'failed', finished_at = now() - interval '10 minutes' WHERE id = ${recent.id}`.execute(
+    t.tdb.db,
+  );
   await sql`INSERT INTO job_attempts (job_id, attempt, outcome) VALUES (${old.id}, 1, 'succeeded')`.execute(t.tdb.db);
-  await sql`INSERT INTO job_logs (job_id, attempt, byte_offset, stream, data) VALUES (${old.id}, 1, 0, 'stdout', 'x')`.execute(t.tdb.db);
+  await sql`INSERT INTO job_logs (job_id, attempt, byte_offset, stream, data) VALUES (${old.id}, 1, 0, 'stdout', 'x')`.execute(
+    t.tdb.db,
+  );
   expect(await deleteExpiredJobs(t.tdb.db, 3_600_000)).toBe(1);
-  const left = (await sql<{ id: number }>`SELECT id FROM jobs WHERE queue = 'retention' ORDER BY id`.execute(t.tdb.db)).rows.map((r) => r.id);
+  const left = (
+    await sql<{ id: number }>`SELECT id FROM jobs WHERE queue = 'retention' ORDER BY id`.execute(t.tdb.db)
+  ).rows.map((r) => r.id);
   expect(left).toEqual([recent.id, waiting.id]);
-  const orphans = (await sql<{ n: number }>`SELECT (SELECT count(*) FROM job_attempts WHERE job_id = ${old.id}) + (SELECT count(*) FROM job_logs WHERE job_id = ${old.id}) AS n`.execute(t.tdb.db)).rows[0];
+  const orphans = (
+    await sql<{
+      n: number;
+    }>`SELECT (SELECT count(*) FROM job_attempts WHERE job_id = ${old.id}) + (SELECT count(*) FROM job_logs WHERE job_id = ${old.id}) AS n`.execute(
+      t.tdb.db,
+    )
+  ).rows[0];
   expect(Number(orphans.n)).toBe(0);
 });
 
@@ -343,7 +436,10 @@ test('a claim can carry the releases of finished jobs; their room counts in that
     { jobId: a.id, leaseToken: claimedA.leaseToken, outcome: 'succeeded', exitCode: 0 },
     { jobId: b.id, leaseToken: claimedA.leaseToken, outcome: 'succeeded', exitCode: 0 }, // not b's lease
   ]);
-  expect(answer.releases?.map((r) => [r.jobId, r.ok])).toEqual([[a.id, true], [b.id, false]]);
+  expect(answer.releases?.map((r) => [r.jobId, r.ok])).toEqual([
+    [a.id, true],
+    [b.id, false],
+  ]);
   expect(answer.jobs.map((j) => j.id)).toEqual([b.id]);
   expect((await t.client.getJob(a.id)).state).toBe('succeeded');
 });
@@ -353,7 +449,11 @@ test('releases carried by a claim for an unknown worker still count; the claim i
   const a = await t.client.enqueue({ command: ['true'], queue: 'carry-404' });
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
   const stranger = '00000000-0000-4000-8000-000000000000';
-  const refused = await t.client.claim(stranger, 1, 0, undefined, [{ jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]).catch((e: ApiRequestError) => e);
+  const refused = await t.client
+    .claim(stranger, 1, 0, undefined, [
+      { jobId: a.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 },
+    ])
+    .catch((e: ApiRequestError) => e);
   expect([(refused as ApiRequestError).status, (refused as ApiRequestError).code]).toEqual([404, 'unknown_worker']);
   expect(await status(t.client.claim(stranger, 1))).toBe(404);
   expect((await t.client.getJob(a.id)).state).toBe('succeeded');

@@ -38,7 +38,21 @@ const workers = new Map<string, ChildProcess>();
 let started = 0;
 function startWorker(region: string): void {
   const name = `chaos-${region}-${++started}`;
-  workers.set(name, spawnWorkerProcess(proxy.url, ['--name', name, '--region', region, '--queue', 'chaos', '--slots', String(SLOTS), '--drain-timeout', '5s']));
+  workers.set(
+    name,
+    spawnWorkerProcess(proxy.url, [
+      '--name',
+      name,
+      '--region',
+      region,
+      '--queue',
+      'chaos',
+      '--slots',
+      String(SLOTS),
+      '--drain-timeout',
+      '5s',
+    ]),
+  );
 }
 
 test(`the invariants hold through kill -9, lost requests and lost answers (seed ${seed})`, async () => {
@@ -62,7 +76,11 @@ test(`the invariants hold through kill -9, lost requests and lost answers (seed 
   let done = false;
   const sampling = (async () => {
     while (!done) {
-      const rows = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE state = 'running' GROUP BY worker_id`.execute(t.tdb.db)).rows;
+      const rows = (
+        await sql<{
+          n: number;
+        }>`SELECT count(*)::int AS n FROM jobs WHERE state = 'running' GROUP BY worker_id`.execute(t.tdb.db)
+      ).rows;
       worstLoad = Math.max(worstLoad, ...rows.map((r) => r.n));
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -73,8 +91,12 @@ test(`the invariants hold through kill -9, lost requests and lost answers (seed 
   for (let round = 0; round < 4; round++) {
     await new Promise((r) => setTimeout(r, 2500));
     // A worker that runs jobs now, so the kill strands some.
-    const busy = (await sql<{ name: string }>`
-      SELECT DISTINCT w.name FROM jobs j JOIN workers w ON w.id = j.worker_id WHERE j.state = 'running'`.execute(t.tdb.db)).rows.map((r) => r.name);
+    const busy = (
+      await sql<{ name: string }>`
+      SELECT DISTINCT w.name FROM jobs j JOIN workers w ON w.id = j.worker_id WHERE j.state = 'running'`.execute(
+        t.tdb.db,
+      )
+    ).rows.map((r) => r.name);
     const candidates = [...workers.keys()].filter((name) => busy.includes(name));
     const pool = candidates.length > 0 ? candidates : [...workers.keys()];
     const victim = pool[Math.floor(random() * pool.length)];
@@ -90,14 +112,29 @@ test(`the invariants hold through kill -9, lost requests and lost answers (seed 
 
   let ended: { id: number; state: string }[];
   try {
-    ended = await until('every job ended', async () => {
-      const rows = (await sql<{ id: number; state: string }>`SELECT id, state FROM jobs WHERE id = ANY(${ids}::bigint[])`.execute(t.tdb.db)).rows;
-      return rows.every((r) => terminalStates.includes(r.state as never)) ? rows : undefined;
-    }, 45_000);
+    ended = await until(
+      'every job ended',
+      async () => {
+        const rows = (
+          await sql<{ id: number; state: string }>`SELECT id, state FROM jobs WHERE id = ANY(${ids}::bigint[])`.execute(
+            t.tdb.db,
+          )
+        ).rows;
+        return rows.every((r) => terminalStates.includes(r.state as never)) ? rows : undefined;
+      },
+      45_000,
+    );
   } catch (err) {
-    const left = (await sql`SELECT id, state, worker_id, attempts, runs, lease_expires_at, cancel_requested, run_at, waiting_reason FROM jobs WHERE id = ANY(${ids}::bigint[]) AND state NOT IN ('succeeded', 'failed', 'cancelled')`.execute(t.tdb.db)).rows;
+    const left = (
+      await sql`SELECT id, state, worker_id, attempts, runs, lease_expires_at, cancel_requested, run_at, waiting_reason FROM jobs WHERE id = ANY(${ids}::bigint[]) AND state NOT IN ('succeeded', 'failed', 'cancelled')`.execute(
+        t.tdb.db,
+      )
+    ).rows;
     const ws = (await sql`SELECT id, name, state, region, last_seen_at FROM workers`.execute(t.tdb.db)).rows;
-    throw new Error(`${(err as Error).message}; faults ${JSON.stringify(proxy.faults)}; not ended: ${JSON.stringify(left)}; workers: ${JSON.stringify(ws)}`, { cause: err });
+    throw new Error(
+      `${(err as Error).message}; faults ${JSON.stringify(proxy.faults)}; not ended: ${JSON.stringify(left)}; workers: ${JSON.stringify(ws)}`,
+      { cause: err },
+    );
   } finally {
     done = true;
     await sampling;
@@ -106,17 +143,32 @@ test(`the invariants hold through kill -9, lost requests and lost answers (seed 
   // The chaos happened, and it met running jobs.
   expect(proxy.faults.reset).toBeGreaterThan(0);
   expect(proxy.faults.dropped).toBeGreaterThan(0);
-  const lost = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_runs WHERE job_id = ANY(${ids}::bigint[]) AND outcome = 'lost'`.execute(t.tdb.db)).rows[0].n;
+  const lost = (
+    await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM job_runs WHERE job_id = ANY(${ids}::bigint[]) AND outcome = 'lost'`.execute(
+      t.tdb.db,
+    )
+  ).rows[0].n;
   expect(lost).toBeGreaterThan(0);
 
   // Nothing lost, and cancelled only when asked.
   expect(ended).toHaveLength(ids.length);
   for (const r of ended) if (r.state === 'cancelled') expect(cancelled).toContain(r.id);
 
-  const runs = (await sql<{ job_id: number; attempt: number; region: string | null; started_at: Date; ended_at: Date | null; outcome: string | null }>`
+  const runs = (
+    await sql<{
+      job_id: number;
+      attempt: number;
+      region: string | null;
+      started_at: Date;
+      ended_at: Date | null;
+      outcome: string | null;
+    }>`
     SELECT r.job_id, r.attempt, w.region, r.started_at, r.ended_at, r.outcome
     FROM job_runs r LEFT JOIN workers w ON w.id = r.worker_id
-    WHERE r.job_id = ANY(${ids}::bigint[]) ORDER BY r.job_id, r.started_at, r.attempt`.execute(t.tdb.db)).rows;
+    WHERE r.job_id = ANY(${ids}::bigint[]) ORDER BY r.job_id, r.started_at, r.attempt`.execute(t.tdb.db)
+  ).rows;
   const byJob = new Map<number, typeof runs>();
   for (const r of runs) byJob.set(r.job_id, [...(byJob.get(r.job_id) ?? []), r]);
   for (const [i, id] of ids.entries()) {

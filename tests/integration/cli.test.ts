@@ -10,7 +10,14 @@ let t: TestServer;
 let worker: WorkerAgent;
 beforeAll(async () => {
   t = await startTestServer();
-  worker = new WorkerAgent({ serverUrl: t.server.url, name: 'cli-worker', region: 'mad', pollWaitMs: 1000, drainTimeoutMs: 2000, log: quietLog });
+  worker = new WorkerAgent({
+    serverUrl: t.server.url,
+    name: 'cli-worker',
+    region: 'mad',
+    pollWaitMs: 1000,
+    drainTimeoutMs: 2000,
+    log: quietLog,
+  });
   await worker.start();
 });
 afterAll(async () => {
@@ -34,7 +41,7 @@ function skipjackAt(url: string, ...args: string[]): Promise<{ code: number | nu
   });
 }
 
-test('enqueue --wait streams the output and exits with the job\'s exit code', async () => {
+test("enqueue --wait streams the output and exits with the job's exit code", async () => {
   const r = await skipjack('enqueue', '--wait', '--max-attempts', '1', '--', 'sh', '-c', 'echo hello; exit 3');
   expect(r.stdout).toBe('hello\n');
   expect(r.code).toBe(3);
@@ -48,7 +55,11 @@ test('status, logs and cancel', async () => {
   await new Promise((r) => setTimeout(r, 1500));
   expect((await skipjack('logs', id)).stdout).toBe('started\n');
   expect(JSON.parse((await skipjack('status', id)).stdout)).toMatchObject({ id: Number(id), state: 'running' });
-  expect(await skipjack('cancel', id)).toMatchObject({ code: 0, stdout: expect.stringMatching(/cancel requested/), stderr: '' });
+  expect(await skipjack('cancel', id)).toMatchObject({
+    code: 0,
+    stdout: expect.stringMatching(/cancel requested/),
+    stderr: '',
+  });
 });
 
 test('--wait-placement fails with the reasons when nothing can place the job in time', async () => {
@@ -59,7 +70,8 @@ test('--wait-placement fails with the reasons when nothing can place the job in 
 
 test('jobs lists jobs newest first, by queue and state, a page at a time', async () => {
   const ids: number[] = [];
-  for (const word of ['one', 'two', "it's three"]) ids.push(Number((await skipjack('enqueue', '--queue', 'listed', '--', 'echo', word)).stdout.trim()));
+  for (const word of ['one', 'two', "it's three"])
+    ids.push(Number((await skipjack('enqueue', '--queue', 'listed', '--', 'echo', word)).stdout.trim()));
   const page = await skipjack('jobs', '--queue', 'listed', '--limit', '2');
   expect(page.code).toBe(0);
   const lines = page.stdout.trimEnd().split('\n');
@@ -70,9 +82,16 @@ test('jobs lists jobs newest first, by queue and state, a page at a time', async
   expect(page.stderr).toBe(`more: skipjack jobs --before ${ids[1]}\n`);
   const rest = await skipjack('jobs', '--queue', 'listed', '--before', String(ids[1]), '--json');
   expect(JSON.parse(rest.stdout)).toMatchObject({ jobs: [{ id: ids[0], command: ['echo', 'one'] }], nextCursor: null });
-  expect(await skipjack('jobs', '--queue', 'listed', '--state', 'running')).toMatchObject({ code: 0, stdout: '', stderr: 'no jobs\n' });
+  expect(await skipjack('jobs', '--queue', 'listed', '--state', 'running')).toMatchObject({
+    code: 0,
+    stdout: '',
+    stderr: 'no jobs\n',
+  });
   const bad = await skipjack('jobs', '--state', 'sleeping');
-  expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/'sleeping' is invalid. Allowed choices are pending, assigned, running/)]);
+  expect([bad.code, bad.stderr]).toEqual([
+    1,
+    expect.stringMatching(/'sleeping' is invalid. Allowed choices are pending, assigned, running/),
+  ]);
 });
 
 test("workers lists live workers; why shows each one's verdict on a job, and the reason a worker cannot run it", async () => {
@@ -84,20 +103,38 @@ test("workers lists live workers; why shows each one's verdict on a job, and the
   expect(header).toMatch(/^WORKER +ID +FITS +WHY$/);
   expect(row).toMatch(new RegExp(`^cli-worker +${worker.workerId} +no +region: `));
   const workers = await skipjack('workers');
-  expect(workers.stdout.split('\n')[0]).toMatch(/^NAME +ID +STATE +REGION +SLOTS +CPU \(m\) +MEMORY \(MB\) +QUEUES +LAST SEEN$/);
-  expect(workers.stdout).toMatch(new RegExp(`\ncli-worker +${worker.workerId} +active +mad +\\d+/4 +\\d+/1000 +\\d+/1024 +default +\\d+s ago\n`));
-  expect(JSON.parse((await skipjack('workers', '--json')).stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ id: worker.workerId, region: 'mad' })]));
-  expect(JSON.parse((await skipjack('placement', id, '--json')).stdout)).toMatchObject({ jobId: Number(id), bestWorkerId: null, verdicts: [{ workerId: worker.workerId, fits: false }] });
-  expect(await skipjack('why', '999999999')).toMatchObject({ code: 2, stderr: expect.stringMatching(/job 999999999 not found/) });
+  expect(workers.stdout.split('\n')[0]).toMatch(
+    /^NAME +ID +STATE +REGION +SLOTS +CPU \(m\) +MEMORY \(MB\) +QUEUES +LAST SEEN$/,
+  );
+  expect(workers.stdout).toMatch(
+    new RegExp(`\ncli-worker +${worker.workerId} +active +mad +\\d+/4 +\\d+/1000 +\\d+/1024 +default +\\d+s ago\n`),
+  );
+  expect(JSON.parse((await skipjack('workers', '--json')).stdout)).toEqual(
+    expect.arrayContaining([expect.objectContaining({ id: worker.workerId, region: 'mad' })]),
+  );
+  expect(JSON.parse((await skipjack('placement', id, '--json')).stdout)).toMatchObject({
+    jobId: Number(id),
+    bestWorkerId: null,
+    verdicts: [{ workerId: worker.workerId, fits: false }],
+  });
+  expect(await skipjack('why', '999999999')).toMatchObject({
+    code: 2,
+    stderr: expect.stringMatching(/job 999999999 not found/),
+  });
 });
 
 test('bad input names the field; an unknown command shows help', async () => {
   const r = await skipjack('enqueue', '--region', 'ord', '--', 'true');
   expect(r.code).toBe(2);
-  expect(r.stderr).toMatch(/no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord\n\(--allow-unplaceable enqueues it anyway/);
+  expect(r.stderr).toMatch(
+    /no known worker could ever run this job: 0\/1 workers fit: 1 region mad≠ord\n\(--allow-unplaceable enqueues it anyway/,
+  );
   // The server names the body's field; the CLI says which flag set it.
   const zero = await skipjack('enqueue', '--timeout', '0', '--', 'true');
-  expect([zero.code, zero.stderr]).toEqual([2, expect.stringMatching(/body\.timeoutSeconds: .*\n\(set by --timeout\)/)]);
+  expect([zero.code, zero.stderr]).toEqual([
+    2,
+    expect.stringMatching(/body\.timeoutSeconds: .*\n\(set by --timeout\)/),
+  ]);
   const bad = await skipjack('frobnicate');
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
@@ -105,7 +142,9 @@ test('bad input names the field; an unknown command shows help', async () => {
 
 test('logs -f rides out a server restart and prints every byte once', async () => {
   const first = await startServer({ ...t.config, port: 0 }, quietLog);
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'for i in $(seq 1 14); do echo line $i; sleep 0.3; done'] });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'for i in $(seq 1 14); do echo line $i; sleep 0.3; done'],
+  });
   const follow = skipjackAt(first.url, 'logs', '-f', String(job.id));
   await new Promise((r) => setTimeout(r, 2000)); // the CLI starts in about a second, then follows
   await first.close();
@@ -125,7 +164,10 @@ test('logs -f rides out a server restart and prints every byte once', async () =
 
 test('deregister takes a worker out for good; an unknown one is an error that says so', async () => {
   const w = await t.client.register({ name: 'to-deregister', queues: ['none'] });
-  expect(await skipjack('deregister', w.id)).toMatchObject({ code: 0, stdout: `worker ${w.id} deregistered; its running jobs were taken back\n` });
+  expect(await skipjack('deregister', w.id)).toMatchObject({
+    code: 0,
+    stdout: `worker ${w.id} deregistered; its running jobs were taken back\n`,
+  });
   expect((await t.client.request<{ state: string }>('GET', `/workers/${w.id}`)).state).toBe('deregistered');
   const unknown = await skipjack('deregister', '00000000-0000-4000-8000-000000000000');
   expect(unknown.code).not.toBe(0);

@@ -7,50 +7,90 @@ import { loadPlacementSettings } from '../../server/placement/settings.js';
 import { quietLog, startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
-beforeAll(async () => { t = await startTestServer(); });
-afterAll(async () => { await t.close(); });
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t.close();
+});
 
 test('8 concurrent claimers over 2,000 jobs: none claimed twice, none missed', async () => {
   const total = 2000;
   for (let i = 0; i < total; i += 500) {
-    await t.client.enqueueBatch(Array.from({ length: 500 }, (_, k) => ({ command: ['true'], queue: 'race', env: { N: String(i + k) } })));
+    await t.client.enqueueBatch(
+      Array.from({ length: 500 }, (_, k) => ({ command: ['true'], queue: 'race', env: { N: String(i + k) } })),
+    );
   }
-  const claimers = await Promise.all(Array.from({ length: 8 }, (_, i) => t.client.register({ name: `c${i}`, queues: ['race'], capacity: { slots: 20 } })));
+  const claimers = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      t.client.register({ name: `c${i}`, queues: ['race'], capacity: { slots: 20 } }),
+    ),
+  );
   const seen = new Map<number, string>();
   const duplicates: number[] = [];
-  await Promise.all(claimers.map(async (w) => {
-    for (;;) {
-      const { jobs } = await t.client.claim(w.id, 20);
-      if (jobs.length === 0) return;
-      for (const j of jobs) {
-        if (seen.has(j.id)) duplicates.push(j.id);
-        seen.set(j.id, w.id);
+  await Promise.all(
+    claimers.map(async (w) => {
+      for (;;) {
+        const { jobs } = await t.client.claim(w.id, 20);
+        if (jobs.length === 0) return;
+        for (const j of jobs) {
+          if (seen.has(j.id)) duplicates.push(j.id);
+          seen.set(j.id, w.id);
+        }
+        const { results } = await t.client.request<{ results: { ok: boolean }[] }>('POST', '/releases', {
+          releases: jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded', exitCode: 0 })),
+        });
+        expect(results.every((r) => r.ok)).toBe(true);
       }
-      const { results } = await t.client.request<{ results: { ok: boolean }[] }>('POST', '/releases', {
-        releases: jobs.map((j) => ({ jobId: j.id, leaseToken: j.leaseToken, outcome: 'succeeded', exitCode: 0 })),
-      });
-      expect(results.every((r) => r.ok)).toBe(true);
-    }
-  }));
+    }),
+  );
   expect(duplicates).toEqual([]);
   expect(seen.size).toBe(total);
-  const counts = (await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM jobs WHERE queue = 'race' GROUP BY state`.execute(t.tdb.db)).rows;
+  const counts = (
+    await sql<{
+      state: string;
+      n: number;
+    }>`SELECT state, count(*)::int AS n FROM jobs WHERE queue = 'race' GROUP BY state`.execute(t.tdb.db)
+  ).rows;
   expect(counts).toEqual([{ state: 'succeeded', n: total }]);
   // Each job ran exactly once: one run each, all succeeded.
-  const attempts = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM job_runs a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'race' AND a.outcome = 'succeeded'`.execute(t.tdb.db)).rows[0].n;
+  const attempts = (
+    await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM job_runs a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'race' AND a.outcome = 'succeeded'`.execute(
+      t.tdb.db,
+    )
+  ).rows[0].n;
   expect(attempts).toBe(total);
   // More than one claimer did real work, or this test proved nothing about concurrency.
   expect(new Set(seen.values()).size).toBeGreaterThan(1);
 });
 
-test("many claims racing for one worker never exceed its capacity", async () => {
-  const w = await t.client.register({ name: 'small', queues: ['cap'], capacity: { slots: 5, cpu: 2000, memoryMb: 1000 } });
-  await t.client.enqueueBatch(Array.from({ length: 40 }, () => ({ command: ['true'], queue: 'cap', constraints: { resources: { cpu: 300, memoryMb: 100 } } })));
+test('many claims racing for one worker never exceed its capacity', async () => {
+  const w = await t.client.register({
+    name: 'small',
+    queues: ['cap'],
+    capacity: { slots: 5, cpu: 2000, memoryMb: 1000 },
+  });
+  await t.client.enqueueBatch(
+    Array.from({ length: 40 }, () => ({
+      command: ['true'],
+      queue: 'cap',
+      constraints: { resources: { cpu: 300, memoryMb: 100 } },
+    })),
+  );
   const answers = await Promise.all(Array.from({ length: 16 }, () => t.client.claim(w.id, 5)));
   const claimed = answers.flatMap((a) => a.jobs);
   // 2000 millicores / 300 per job = 6 by cpu, but only 5 slots: 5 jobs, never more.
   expect(claimed).toHaveLength(5);
-  const held = (await sql<{ n: number; cpu: number }>`SELECT count(*)::int AS n, sum(need_cpu)::int AS cpu FROM jobs WHERE worker_id = ${w.id} AND state = 'running'`.execute(t.tdb.db)).rows[0];
+  const held = (
+    await sql<{
+      n: number;
+      cpu: number;
+    }>`SELECT count(*)::int AS n, sum(need_cpu)::int AS cpu FROM jobs WHERE worker_id = ${w.id} AND state = 'running'`.execute(
+      t.tdb.db,
+    )
+  ).rows[0];
   expect(held).toEqual({ n: 5, cpu: 1500 });
 });
 
@@ -63,10 +103,14 @@ test('a claim carrying releases and a heartbeat of the same worker do not deadlo
   await t.tdb.db.connection().execute(async (heartbeat) => {
     await sql`BEGIN`.execute(heartbeat);
     await sql`UPDATE workers SET last_seen_at = now() WHERE id = ${w.id}`.execute(heartbeat);
-    const carrying = t.client.claim(w.id, 1, 0, undefined, [{ jobId: job.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 }]);
+    const carrying = t.client.claim(w.id, 1, 0, undefined, [
+      { jobId: job.id, leaseToken: claimed.leaseToken, outcome: 'succeeded', exitCode: 0 },
+    ]);
     // Until the claim blocks on a lock held by our open transaction.
     await untilSomeoneWaitsOnALock();
-    await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(heartbeat);
+    await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(
+      heartbeat,
+    );
     await sql`COMMIT`.execute(heartbeat);
     const answer = await carrying;
     expect(answer.releases?.map((r) => r.ok)).toEqual([true]);
@@ -98,14 +142,21 @@ test("a reaper pass and a heartbeat naming a silent worker's expired lease do no
     const [claimed] = (await quiet.client.claim(w.id, 1)).jobs;
     await sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}`.execute(db);
     await sql`UPDATE workers SET last_seen_at = now() - interval '1 hour' WHERE id = ${w.id}`.execute(db);
-    const deps = { goneAfterMs: 90_000, placement: await loadPlacementSettings({}), log: quietLog, metrics: quiet.server.metrics };
+    const deps = {
+      goneAfterMs: 90_000,
+      placement: await loadPlacementSettings({}),
+      log: quietLog,
+      metrics: quiet.server.metrics,
+    };
     await db.connection().execute(async (heartbeat) => {
       // A heartbeat locks its worker's row, then the jobs it names.
       await sql`BEGIN`.execute(heartbeat);
       await sql`UPDATE workers SET last_seen_at = now() WHERE id = ${w.id}`.execute(heartbeat);
       const pass = db.transaction().execute((trx) => reaperTick(trx as unknown as Db, deps));
       await untilSomeoneWaitsOnALock(db);
-      await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(heartbeat);
+      await sql`UPDATE jobs SET lease_expires_at = now() + interval '30 seconds' WHERE id = ${job.id} AND lease_token = ${claimed.leaseToken}`.execute(
+        heartbeat,
+      );
       await sql`COMMIT`.execute(heartbeat);
       await pass;
     });
@@ -144,7 +195,13 @@ test('a long-poll whose claim skipped a locked job looks again, and takes it onc
 
 async function untilSomeoneWaitsOnALock(db: Db = t.tdb.db) {
   for (let i = 0; i < 200; i++) {
-    const waiting = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db)).rows[0].n;
+    const waiting = (
+      await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(
+        db,
+      )
+    ).rows[0].n;
     if (waiting > 0) return;
     await new Promise((r) => setTimeout(r, 10));
   }

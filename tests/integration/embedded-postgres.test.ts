@@ -40,14 +40,16 @@ async function answers(url: string): Promise<boolean> {
 test('a second start on a data directory in use is refused, naming the owner, and the first keeps its database; once the owner is killed outright, its leftover is taken over', async () => {
   const port = await freePort();
   owner = spawn(process.execPath, ['--import', 'tsx', 'tests/support/embedded-owner.ts', dataDir, String(port)], {
-    cwd: new URL('../..', import.meta.url).pathname, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: new URL('../..', import.meta.url).pathname,
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [ready] = await once(owner.stdout!, 'data');
   expect(String(ready)).toBe('ready\n');
   const firstUrl = `postgres://postgres:skipjack@127.0.0.1:${port}/postgres`;
 
-  await expect(startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' }))
-    .rejects.toThrow(`belongs to a Skipjack that is still running (pid ${owner.pid})`);
+  await expect(startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' })).rejects.toThrow(
+    `belongs to a Skipjack that is still running (pid ${owner.pid})`,
+  );
   expect(await answers(firstUrl)).toBe(true);
 
   owner.kill('SIGKILL');

@@ -5,13 +5,26 @@ import { migrations } from '../../migrations/index.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let t: TestServer;
-beforeAll(async () => { t = await startTestServer(); });
-afterAll(async () => { await t.close(); });
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => {
+  await t.close();
+});
 
 const runsOf = async (table: 'job_runs' | 'job_attempts', jobIds: number[]) =>
-  (await sql<{ job_id: number; attempt: number; worker_id: string; outcome: string; exit_code: number | null; ended_at: Date | null }>`
+  (
+    await sql<{
+      job_id: number;
+      attempt: number;
+      worker_id: string;
+      outcome: string;
+      exit_code: number | null;
+      ended_at: Date | null;
+    }>`
     SELECT job_id::int, attempt, worker_id, outcome, exit_code, ended_at FROM ${sql.table(table)}
-    WHERE job_id = ANY(${jobIds}::bigint[]) ORDER BY job_id, attempt`.execute(t.tdb.db)).rows;
+    WHERE job_id = ANY(${jobIds}::bigint[]) ORDER BY job_id, attempt`.execute(t.tdb.db)
+  ).rows;
 
 test('undoing 008 writes the final runs kept in job rows to job_attempts, and redoing it lists the same runs', async () => {
   const w = await t.client.register({ name: 'm', queues: ['m'] });
@@ -30,7 +43,10 @@ test('undoing 008 writes the final runs kept in job rows to job_attempts, and re
 
   const before = await runsOf('job_runs', ids);
   expect(before.map((r) => [r.job_id, r.attempt, r.outcome, r.exit_code, r.worker_id])).toEqual([
-    [ok.id, 1, 'succeeded', 0, w.id], [retried.id, 1, 'failed', 1, w.id], [retried.id, 2, 'failed', 2, w.id], [running.id, 1, null, null, w.id],
+    [ok.id, 1, 'succeeded', 0, w.id],
+    [retried.id, 1, 'failed', 1, w.id],
+    [retried.id, 2, 'failed', 2, w.id],
+    [running.id, 1, null, null, w.id],
   ]);
   expect((await runsOf('job_attempts', ids)).map((r) => [r.job_id, r.attempt])).toEqual([[retried.id, 1]]);
 

@@ -15,7 +15,11 @@ const adminUrl = () => process.env.SKIPJACK_TEST_ADMIN_URL!;
 async function admin(statement: string) {
   const c = new pg.Client({ connectionString: adminUrl() });
   await c.connect();
-  try { await c.query(statement); } finally { await c.end(); }
+  try {
+    await c.query(statement);
+  } finally {
+    await c.end();
+  }
 }
 
 const name = `skipjack_fresh_${randomBytes(6).toString('hex')}`;
@@ -46,11 +50,14 @@ async function liveDefinitions(conn: QueryExecutorProvider): Promise<Map<string,
 /** The names a file defines, as liveDefinitions names them (functions by name only). */
 function definedNames(text: string): string[] {
   return [...text.matchAll(/CREATE OR REPLACE (FUNCTION|TRIGGER|VIEW) (\w+)/g)].map(([, kind, n]) =>
-    kind === 'FUNCTION' ? n : `${kind.toLowerCase()} ${n}`);
+    kind === 'FUNCTION' ? n : `${kind.toLowerCase()} ${n}`,
+  );
 }
 
 test('every file in server/sql/ is installed, in the list, and defines something', () => {
-  const onDisk = readdirSync(new URL('../../server/sql/', import.meta.url)).filter((f) => f.endsWith('.sql')).sort();
+  const onDisk = readdirSync(new URL('../../server/sql/', import.meta.url))
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   expect([...liveSqlFiles].sort()).toEqual(onDisk);
   for (const file of liveSqlFiles) expect(definedNames(readLiveSql(file))).not.toHaveLength(0);
 });
@@ -61,11 +68,13 @@ test.each([...liveSqlFiles])('%s is exactly what a new database runs', async (fi
   // installed, no definition changes and none is added.
   let after = new Map<string, string>();
   const undo = new Error('roll back');
-  await expect(db.transaction().execute(async (trx) => {
-    await sql.raw(readLiveSql(file)).execute(trx);
-    after = await liveDefinitions(trx);
-    throw undo;
-  })).rejects.toBe(undo);
+  await expect(
+    db.transaction().execute(async (trx) => {
+      await sql.raw(readLiveSql(file)).execute(trx);
+      after = await liveDefinitions(trx);
+      throw undo;
+    }),
+  ).rejects.toBe(undo);
   expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
   for (const [n, def] of after) expect({ n, def }).toEqual({ n, def: before.get(n) });
 });
@@ -84,15 +93,27 @@ test('an unchanged text installs nothing; a migration run forces a reinstall', a
 
 test('the SQL region rule is the region filter of placement/', async () => {
   const workerRegions = [null, 'mad', 'ord', '*'];
-  const jobRegions: (string | string[] | undefined)[] = [undefined, 'mad', 'ord', '*', ['mad', 'ord'], ['ord', 'fra'], ['*', 'mad']];
+  const jobRegions: (string | string[] | undefined)[] = [
+    undefined,
+    'mad',
+    'ord',
+    '*',
+    ['mad', 'ord'],
+    ['ord', 'fra'],
+    ['*', 'mad'],
+  ];
   const cases = workerRegions.flatMap((w) => jobRegions.map((j) => ({ w, j })));
-  const inJs = cases.map(({ w, j }) => regionFilter.check(makeJob({ constraints: { region: j } }), makeWorker({ region: w }), { now: 0 }) === null);
+  const inJs = cases.map(
+    ({ w, j }) =>
+      regionFilter.check(makeJob({ constraints: { region: j } }), makeWorker({ region: w }), { now: 0 }) === null,
+  );
   // Jobs inserted as the server inserts them (regions as a list), so region_key is the table's
   // own generated column; rolled back after.
   let inSql: boolean[] = [];
   const undo = new Error('roll back');
-  await expect(db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ fits: boolean }>`
+  await expect(
+    db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ fits: boolean }>`
       WITH c AS (
         SELECT x.i, x.w, CASE WHEN x.j IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(x.j)) END AS regions
         FROM jsonb_to_recordset(${JSON.stringify(cases.map(({ w, j }, i) => ({ i, w, j: j === undefined ? null : [j].flat() })))}::jsonb)
@@ -103,16 +124,19 @@ test('the SQL region rule is the region filter of placement/', async () => {
       )
       SELECT job.region_key = ANY (skipjack_region_keys(c.w)) AND (job.region_key <> '*' OR c.w = ANY (job.regions)) AS fits
       FROM c JOIN job ON job.idempotency_key = 'region-case-' || c.i ORDER BY c.i`.execute(trx);
-    inSql = rows.map((r) => r.fits === true);
-    throw undo;
-  })).rejects.toBe(undo);
+      inSql = rows.map((r) => r.fits === true);
+      throw undo;
+    }),
+  ).rejects.toBe(undo);
   expect(inSql).toEqual(inJs);
 });
 
 test('no migration imports another migration', () => {
   const dir = new URL('../../migrations/', import.meta.url);
   for (const file of readdirSync(dir).filter((f) => /^\d{3}_.*\.ts$/.test(f))) {
-    const imports = [...readFileSync(new URL(file, dir), 'utf8').matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1]);
+    const imports = [...readFileSync(new URL(file, dir), 'utf8').matchAll(/^import .* from '([^']+)'/gm)].map(
+      (m) => m[1],
+    );
     expect({ file, imports: imports.filter((m) => m !== 'kysely') }).toEqual({ file, imports: [] });
   }
 });

@@ -9,8 +9,12 @@ import { deleteExpiredJobs } from '../../server/store/reaper.js';
 import { checkTransitions, documentedTransitions, key, recordedTransitions } from '../support/state-machine.js';
 import { startTestServer, until, type TestServer } from '../support/server.js';
 
-const worker = (name: string, queue: string, over: Partial<RegisterWorker> = {}): RegisterWorker =>
-  ({ name, queues: [queue], capacity: { cpu: 4000, memoryMb: 8192, diskMb: 10_000, slots: 4 }, ...over });
+const worker = (name: string, queue: string, over: Partial<RegisterWorker> = {}): RegisterWorker => ({
+  name,
+  queues: [queue],
+  capacity: { cpu: 4000, memoryMb: 8192, diskMb: 10_000, slots: 4 },
+  ...over,
+});
 
 const seen = new Set<string>();
 async function gather(t: TestServer) {
@@ -65,7 +69,11 @@ test('pull mode: enqueue, claim, the four release outcomes, lost leases, cancel,
     await expireLease(t, asked.id);
     await until('lost lease cancelled', async () => (await stateOf(t, asked.id)) === 'cancelled');
 
-    const waiting = await t.client.enqueue({ command: ['true'], queue: 'pull', runAt: new Date(Date.now() + 3_600_000).toISOString() });
+    const waiting = await t.client.enqueue({
+      command: ['true'],
+      queue: 'pull',
+      runAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
     expect((await t.client.cancel(waiting.id)).state).toBe('cancelled');
     const nobody = await t.client.enqueue({ command: ['true'], queue: 'nobody', placementDeadlineSeconds: 0.3 });
     await until('unplaceable', async () => (await stateOf(t, nobody.id)) === 'failed');
@@ -115,9 +123,13 @@ test('a state change the doc does not list fails the test file that made it', as
     const job = await t.client.enqueue({ command: ['true'] });
     await t.client.cancel(job.id);
     // No server path takes a job out of a final state; a statement that did would be caught.
-    await asServer(t, (db) => sql`UPDATE jobs SET state = 'pending', finished_at = NULL WHERE id = ${job.id}`.execute(db));
+    await asServer(t, (db) =>
+      sql`UPDATE jobs SET state = 'pending', finished_at = NULL WHERE id = ${job.id}`.execute(db),
+    );
     await expect(checkTransitions(t.tdb.db)).rejects.toThrow('does not list: cancelled -> pending');
-    await sql`DELETE FROM skipjack_test_transitions WHERE from_state = 'cancelled' AND to_state = 'pending'`.execute(t.tdb.db);
+    await sql`DELETE FROM skipjack_test_transitions WHERE from_state = 'cancelled' AND to_state = 'pending'`.execute(
+      t.tdb.db,
+    );
     // The same change made as a test fixture is not the server's, and is not recorded.
     await sql`UPDATE jobs SET state = 'cancelled' WHERE id = ${job.id}`.execute(t.tdb.db);
     await sql`UPDATE jobs SET state = 'pending' WHERE id = ${job.id}`.execute(t.tdb.db);

@@ -6,23 +6,41 @@ import type { JobView } from '../../protocol/types.js';
 import { startServer } from '../../server/main.js';
 import { WorkerAgent, type WorkerOptions } from '../../worker/agent.js';
 import { SkipjackClient } from '../../protocol/client.js';
-import { exited, killGroup, killStartedProcesses, processGroupAlive, spawnWorkerProcess } from '../support/processes.js';
+import {
+  exited,
+  killGroup,
+  killStartedProcesses,
+  processGroupAlive,
+  spawnWorkerProcess,
+} from '../support/processes.js';
 import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 import { jobFinished } from '../support/server.js';
 
 let t: TestServer;
 const agents: WorkerAgent[] = [];
 const groups: number[] = [];
-beforeAll(async () => { t = await startTestServer({ leaseTtlMs: 1500 }); });
+beforeAll(async () => {
+  t = await startTestServer({ leaseTtlMs: 1500 });
+});
 afterEach(async () => {
   await Promise.all(agents.splice(0).map((w) => w.shutdown()));
   await killStartedProcesses();
   groups.splice(0).forEach(killGroup);
 });
-afterAll(async () => { await t.close(); });
+afterAll(async () => {
+  await t.close();
+});
 
 async function agent(queue: string, extra: Partial<WorkerOptions> = {}) {
-  const w = new WorkerAgent({ serverUrl: t.server.url, name: `a-${queue}`, queues: [queue], pollWaitMs: 1000, drainTimeoutMs: 5000, log: quietLog, ...extra });
+  const w = new WorkerAgent({
+    serverUrl: t.server.url,
+    name: `a-${queue}`,
+    queues: [queue],
+    pollWaitMs: 1000,
+    drainTimeoutMs: 5000,
+    log: quietLog,
+    ...extra,
+  });
   await w.start();
   agents.push(w);
   return w;
@@ -37,11 +55,21 @@ async function groupOf(jobId: number): Promise<number> {
   return Number(out);
 }
 
-const attempts = (id: number) => t.client.request<{ attempts: { outcome: string; end_reason: string; exit_code: number | null }[] }>('GET', `/jobs/${id}/attempts`).then((r) => r.attempts);
+const attempts = (id: number) =>
+  t.client
+    .request<{ attempts: { outcome: string; end_reason: string; exit_code: number | null }[] }>(
+      'GET',
+      `/jobs/${id}/attempts`,
+    )
+    .then((r) => r.attempts);
 
 test('cancel kills the whole process group: no background child survives', async () => {
   await agent('group');
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; sleep 1000 & sleep 1000 & wait'], queue: 'group', killGraceSeconds: 2 });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo $$; sleep 1000 & sleep 1000 & wait'],
+    queue: 'group',
+    killGraceSeconds: 2,
+  });
   const pgid = await groupOf(job.id);
   expect(processGroupAlive(pgid)).toBe(true);
   await t.client.cancel(job.id);
@@ -53,7 +81,14 @@ test('a cancel reaches the worker at once, not at its next heartbeat; so does a 
   // A lease of 2 hours: heartbeats 40 minutes apart, each asking to be held longer than the
   // server holds any. Only a held heartbeat answered early is in time.
   const slow = await startServer({ ...t.config, port: 0, leaseTtlMs: 7_200_000 }, quietLog);
-  const w = new WorkerAgent({ serverUrl: slow.url, name: 'held-heartbeat', queues: ['held'], pollWaitMs: 1000, drainTimeoutMs: 5000, log: quietLog });
+  const w = new WorkerAgent({
+    serverUrl: slow.url,
+    name: 'held-heartbeat',
+    queues: ['held'],
+    pollWaitMs: 1000,
+    drainTimeoutMs: 5000,
+    log: quietLog,
+  });
   try {
     await w.start();
     const client = new SkipjackClient({ baseUrl: slow.url });
@@ -64,7 +99,11 @@ test('a cancel reaches the worker at once, not at its next heartbeat; so does a 
     expect(await jobFinished(client, job.id, 5000)).toMatchObject({ state: 'cancelled', endReason: 'cancelled' });
     await new Promise((r) => setTimeout(r, 300));
     await client.request('POST', `/workers/${w.workerId}/drain`);
-    await until('the worker to stop', async () => !(await client.workers()).workers.some((x) => x.name === 'held-heartbeat'), 5000);
+    await until(
+      'the worker to stop',
+      async () => !(await client.workers()).workers.some((x) => x.name === 'held-heartbeat'),
+      5000,
+    );
   } finally {
     await w.shutdown();
     await slow.close();
@@ -76,7 +115,10 @@ test('a timeout escalates from TERM to KILL against a program that ignores TERM'
   const started = Date.now();
   const job = await t.client.enqueue({
     command: ['sh', '-c', 'echo $$; trap "" TERM; while :; do sleep 0.05; done'],
-    queue: 'term', timeoutSeconds: 0.5, killGraceSeconds: 0.5, maxAttempts: 1,
+    queue: 'term',
+    timeoutSeconds: 0.5,
+    killGraceSeconds: 0.5,
+    maxAttempts: 1,
   });
   const pgid = await groupOf(job.id);
   const done = await finished(job.id);
@@ -111,7 +153,12 @@ test('a 20 MB binary log arrives byte-exact', async () => {
 test('output past the cap is cut there with a marker, and the job runs to its end', async () => {
   await agent('cap');
   const cap = 1_000_000;
-  const job = await t.client.enqueue({ command: ['sh', '-c', `${JSON.stringify(process.execPath)} -e '${writer(3)}'; exit 4`], queue: 'cap', outputCapBytes: cap, maxAttempts: 1 });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', `${JSON.stringify(process.execPath)} -e '${writer(3)}'; exit 4`],
+    queue: 'cap',
+    outputCapBytes: cap,
+    maxAttempts: 1,
+  });
   expect(await finished(job.id, 30_000)).toMatchObject({ state: 'failed', exitCode: 4 });
   const got = await rawLogs(job.id);
   const marker = `\n[skipjack] output truncated at ${cap} bytes; the job kept running\n`;
@@ -123,7 +170,11 @@ test('a chunk sent again is stored once; one past the end is refused as a gap', 
   const w = await t.client.register({ name: 'raw', queues: ['chunks'] });
   const job = await t.client.enqueue({ command: ['true'], queue: 'chunks' });
   const [claimed] = (await t.client.claim(w.id, 1)).jobs;
-  const chunk = (offset: number, text: string) => ({ offset, stream: 'stdout' as const, data: Buffer.from(text).toString('base64') });
+  const chunk = (offset: number, text: string) => ({
+    offset,
+    stream: 'stdout' as const,
+    data: Buffer.from(text).toString('base64'),
+  });
   await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
   // The retry of a request whose answer was lost, and one overlapping it.
   await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
@@ -137,10 +188,19 @@ test('a chunk sent again is stored once; one past the end is refused as a gap', 
 test('output produced while the server is down is delivered after it returns, exactly once', async () => {
   // A lease that outlives the outage: the worker heartbeats every third of it.
   const first = await startServer({ ...t.config, port: 0, leaseTtlMs: 6000 }, quietLog);
-  const w = new WorkerAgent({ serverUrl: first.url, name: 'outage', queues: ['outage'], pollWaitMs: 500, log: quietLog });
+  const w = new WorkerAgent({
+    serverUrl: first.url,
+    name: 'outage',
+    queues: ['outage'],
+    pollWaitMs: 500,
+    log: quietLog,
+  });
   await w.start();
   agents.push(w);
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'for i in $(seq 1 20); do echo line $i; sleep 0.1; done'], queue: 'outage' });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'for i in $(seq 1 20); do echo line $i; sleep 0.1; done'],
+    queue: 'outage',
+  });
   await until('some output', async () => (await t.client.logs(job.id)).includes('line 3'));
   await first.close();
   await new Promise((r) => setTimeout(r, 700));
@@ -159,18 +219,28 @@ test('restart policy on-failure: restarts until the program succeeds; each run i
   await agent('restart');
   const counter = `/tmp/skipjack-restart-${process.pid}-${Date.now()}`;
   const job = await t.client.enqueue({
-    command: ['sh', '-c', `n=$(cat ${counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${counter}; echo run $n; [ $n -ge 3 ]`],
-    queue: 'restart', restart: { policy: 'on-failure', maxRestarts: 5, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
+    command: [
+      'sh',
+      '-c',
+      `n=$(cat ${counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > ${counter}; echo run $n; [ $n -ge 3 ]`,
+    ],
+    queue: 'restart',
+    restart: { policy: 'on-failure', maxRestarts: 5, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
   });
   expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
-  expect((await attempts(job.id)).map((a) => [a.outcome, a.exit_code])).toEqual([['restarted', 1], ['restarted', 1], ['succeeded', 0]]);
+  expect((await attempts(job.id)).map((a) => [a.outcome, a.exit_code])).toEqual([
+    ['restarted', 1],
+    ['restarted', 1],
+    ['succeeded', 0],
+  ]);
   expect(await t.client.logs(job.id)).toBe('--- run 1 ---\nrun 1\n--- run 2 ---\nrun 2\n--- run 3 ---\nrun 3\n');
 });
 
-test("a cancel while a restart waits out its delay ends the job at once, not after the delay", async () => {
+test('a cancel while a restart waits out its delay ends the job at once, not after the delay', async () => {
   await agent('restart-wait');
   const job = await t.client.enqueue({
-    command: ['sh', '-c', 'echo ran; exit 3'], queue: 'restart-wait',
+    command: ['sh', '-c', 'echo ran; exit 3'],
+    queue: 'restart-wait',
     restart: { policy: 'always', maxRestarts: 5, windowSeconds: 600, delaySeconds: 60, backoff: 1 },
   });
   await until('the first run to print', async () => (await t.client.logs(job.id)).includes('ran'));
@@ -186,7 +256,9 @@ test("a cancel while a restart waits out its delay ends the job at once, not aft
 test('a crash loop is detected and reported, not spun forever', async () => {
   await agent('crash');
   const job = await t.client.enqueue({
-    command: ['sh', '-c', 'echo crashing; exit 9'], queue: 'crash', maxAttempts: 1,
+    command: ['sh', '-c', 'echo crashing; exit 9'],
+    queue: 'crash',
+    maxAttempts: 1,
     restart: { policy: 'always', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.02, backoff: 2 },
   });
   const done = await finished(job.id);
@@ -198,11 +270,17 @@ test('a crash loop is detected and reported, not spun forever', async () => {
 test('the allowlist refuses a program outside it, with the reason', async () => {
   await agent('allow', { allow: ['/usr/bin/true', '/bin/true'] });
   const ok = await t.client.enqueue({ command: ['true'], queue: 'allow' });
-  const refused = await t.client.enqueue({ command: ['sh', '-c', 'echo should not run'], queue: 'allow', maxAttempts: 1 });
+  const refused = await t.client.enqueue({
+    command: ['sh', '-c', 'echo should not run'],
+    queue: 'allow',
+    maxAttempts: 1,
+  });
   expect((await finished(ok.id)).state).toBe('succeeded');
   const done = await finished(refused.id);
   expect(done).toMatchObject({ state: 'failed', endReason: 'refused' });
-  expect(done.error).toMatch(/^refused: executable \/\S*sh .*is not in the worker's allowlist \(\/usr\/bin\/true, \/bin\/true\)$/);
+  expect(done.error).toMatch(
+    /^refused: executable \/\S*sh .*is not in the worker's allowlist \(\/usr\/bin\/true, \/bin\/true\)$/,
+  );
   expect(await t.client.logs(refused.id)).toBe('');
 });
 
@@ -246,7 +324,11 @@ describe('a worker process', () => {
 
   test('a second SIGTERM stops running jobs with kill escalation and requeues them uncharged', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'drain2', '--queue', 'drain2', '--drain-timeout', '60s']);
-    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'drain2', killGraceSeconds: 1 });
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'echo $$; exec sleep 1000'],
+      queue: 'drain2',
+      killGraceSeconds: 1,
+    });
     const pgid = await groupOf(job.id);
     child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1500));
@@ -263,7 +345,11 @@ describe('a worker process', () => {
     // A server of its own, with a lease far longer than this test: the worker would wait for it.
     const away = await startServer({ ...t.config, port: 0, leaseTtlMs: 120_000 }, quietLog);
     const child = spawnWorkerProcess(away.url, ['--name', 'give-up', '--queue', 'give-up', '--drain-timeout', '60s']);
-    const job = await t.client.enqueue({ command: ['sh', '-c', 'echo $$; exec sleep 1000'], queue: 'give-up', killGraceSeconds: 1 });
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'echo $$; exec sleep 1000'],
+      queue: 'give-up',
+      killGraceSeconds: 1,
+    });
     const pgid = await groupOf(job.id);
     await away.close();
     const pause = () => new Promise((r) => setTimeout(r, 1200)); // more than one Ctrl-C's echo apart
@@ -273,18 +359,25 @@ describe('a worker process', () => {
     await until('the job stopped', async () => !processGroupAlive(pgid), 5000);
     await pause();
     child.kill('SIGTERM');
-    const gaveUp = await Promise.race([exited(child), new Promise((r) => setTimeout(() => r('still waiting'), 15_000))]);
+    const gaveUp = await Promise.race([
+      exited(child),
+      new Promise((r) => setTimeout(() => r('still waiting'), 15_000)),
+    ]);
     expect(gaveUp).toEqual({ code: 0, signal: null });
     // Its outcome never reached the database: the lease, when it expires, gives the job out again.
     expect((await t.client.getJob(job.id)).state).toBe('running');
     await t.client.cancel(job.id);
   });
 
-  test('killed with kill -9 while a finished job\'s leftover processes are being stopped, those are stopped too', async () => {
+  test("killed with kill -9 while a finished job's leftover processes are being stopped, those are stopped too", async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed-leftovers', '--queue', 'doomed-leftovers']);
     // The main process exits at once and leaves a member that ignores SIGTERM: the worker is
     // inside the job's 2 s grace when it dies, and only the spawn helper is left to finish it.
-    const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo $$; sleep 1000 & exit 0'], queue: 'doomed-leftovers', killGraceSeconds: 2 });
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'trap "" TERM; echo $$; sleep 1000 & exit 0'],
+      queue: 'doomed-leftovers',
+      killGraceSeconds: 2,
+    });
     const pgid = await groupOf(job.id);
     child.kill('SIGKILL');
     await exited(child);
@@ -294,7 +387,11 @@ describe('a worker process', () => {
   test('killed with kill -9, its jobs return to pending within the lease TTL plus a reaper tick, and their processes are stopped', async () => {
     const child = spawnWorkerProcess(t.server.url, ['--name', 'doomed', '--queue', 'doomed']);
     // It ignores SIGTERM, so only the escalation to SIGKILL after its grace stops it.
-    const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo $$; exec sleep 1000'], queue: 'doomed', killGraceSeconds: 1 });
+    const job = await t.client.enqueue({
+      command: ['sh', '-c', 'trap "" TERM; echo $$; exec sleep 1000'],
+      queue: 'doomed',
+      killGraceSeconds: 1,
+    });
     const pgid = await groupOf(job.id);
     const running = await t.client.getJob(job.id);
     child.kill('SIGKILL');
@@ -311,7 +408,11 @@ describe('a worker process', () => {
     expect(back).toMatchObject({ endReason: 'lost', attempts: 1 });
     expect((await attempts(job.id)).map((a) => a.outcome)).toEqual(['lost']);
     await t.client.cancel(job.id);
-    const n = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs WHERE id = ${job.id} AND state = 'cancelled'`.execute(t.tdb.db)).rows[0].n;
+    const n = (
+      await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM jobs WHERE id = ${job.id} AND state = 'cancelled'`.execute(t.tdb.db)
+    ).rows[0].n;
     expect(n).toBe(1);
   });
 });

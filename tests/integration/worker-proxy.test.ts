@@ -9,9 +9,12 @@ import { startProxy, type TestProxy } from '../support/proxy.js';
 
 const fx = useWorkerFixture();
 let t: TestServer;
-beforeAll(() => { t = fx.t; });
+beforeAll(() => {
+  t = fx.t;
+});
 const { workers, cleanups: afterAllCleanups } = fx;
-const startWorker = (queue: string, serverUrl?: string, extra?: Parameters<typeof startFixtureWorker>[3]) => startFixtureWorker(fx, queue, serverUrl, extra);
+const startWorker = (queue: string, serverUrl?: string, extra?: Parameters<typeof startFixtureWorker>[3]) =>
+  startFixtureWorker(fx, queue, serverUrl, extra);
 const finished = finishedOn(fx);
 
 /** The test's workers stop before the proxy they talk through. */
@@ -23,7 +26,9 @@ async function closeProxy(proxy: TestProxy) {
 /** A job whose first run fails and whose restart policy runs it again, on `queue`: the outcomes of its runs. */
 async function failOnceThenSucceed(queue: string, marker: string): Promise<string[]> {
   const job = await t.client.enqueue({
-    command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', marker], queue, maxAttempts: 1,
+    command: ['sh', '-c', 'if [ -e "$1" ]; then exit 0; fi; : >"$1"; exit 3', 'sh', marker],
+    queue,
+    maxAttempts: 1,
     restart: { policy: 'on-failure', maxRestarts: 3, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
   });
   expect(await finished(job.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0 });
@@ -41,7 +46,11 @@ test('a worker whose heartbeat meets an older server (one that refuses waitMs) h
     if (!/^\/workers\/[^/]+\/heartbeat$/.test(url)) return undefined;
     if (!('waitMs' in body)) return void seen.plain++;
     seen.refused++;
-    return { status: 400, type: 'application/json', body: JSON.stringify({ error: 'invalid_request', message: 'body: Unrecognized key: "waitMs"', field: 'body' }) };
+    return {
+      status: 400,
+      type: 'application/json',
+      body: JSON.stringify({ error: 'invalid_request', message: 'body: Unrecognized key: "waitMs"', field: 'body' }),
+    };
   });
   try {
     await startWorker('older', older.url);
@@ -79,10 +88,7 @@ test("a proxy's refusal (a rate limit's 429, not the API's answer) of a restart 
 });
 
 test("answers to a log upload that are not the server's (a proxy's page, a body cut off) are retried: the output is stored whole", async () => {
-  const garbled = [
-    proxyPage,
-    { status: 200, type: 'application/json', body: '{"end":' },
-  ];
+  const garbled = [proxyPage, { status: 200, type: 'application/json', body: '{"end":' }];
   const seen = { garbled: 0, passed: 0 };
   const proxy = await startProxy(t.server.url, (url) => {
     if (!/^\/jobs\/\d+\/logs$/.test(url)) return undefined;
@@ -114,7 +120,9 @@ test("a claim carrying outcomes that is answered by a proxy's page, not the serv
     const warnings: string[] = [];
     const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line).msg) });
     await startWorker('garbled-claim', proxy.url, { capacity: { slots: 2 }, log });
-    const jobs = (await t.client.enqueueBatch(Array.from({ length: 6 }, () => ({ command: ['true'], queue: 'garbled-claim' })))).jobs;
+    const jobs = (
+      await t.client.enqueueBatch(Array.from({ length: 6 }, () => ({ command: ['true'], queue: 'garbled-claim' })))
+    ).jobs;
     for (const j of jobs) expect(await finished(j.id, 20_000)).toMatchObject({ state: 'succeeded', attempts: 1 });
     expect(garbled).toBe(1);
     // Not taken as an answer that refused the outcomes (the worker then forgot it had run them).
@@ -146,10 +154,18 @@ test('a job that did not fit until a running one ended is claimed at once, by a 
   const proxy = await startProxy(t.server.url);
   try {
     await startWorker('room', proxy.url, { capacity: { cpu: 1000, slots: 4 }, pollWaitMs: 20_000 });
-    const first = await t.client.enqueue({ command: ['sleep', '1'], queue: 'room', constraints: { resources: { cpu: 600 } } });
+    const first = await t.client.enqueue({
+      command: ['sleep', '1'],
+      queue: 'room',
+      constraints: { resources: { cpu: 600 } },
+    });
     await until('the first running', async () => (await t.client.getJob(first.id)).state === 'running');
     // 400 millicores left: this one waits for the first, while the worker's long-poll asks for 3 more jobs.
-    const second = await t.client.enqueue({ command: ['true'], queue: 'room', constraints: { resources: { cpu: 600 } } });
+    const second = await t.client.enqueue({
+      command: ['true'],
+      queue: 'room',
+      constraints: { resources: { cpu: 600 } },
+    });
     // Long before the long-poll's 20 s: the worker asked again once the first had ended.
     expect(await finished(second.id, 10_000)).toMatchObject({ state: 'succeeded' });
     expect(proxy.hangUps).toEqual([]);
@@ -187,4 +203,3 @@ test('a claim whose answer is lost on its way: the worker finds the jobs the ser
     await closeProxy(proxy);
   }
 });
-

@@ -10,14 +10,21 @@ import type { JobView } from '../../protocol/types.js';
 
 const fx = useWorkerFixture();
 let t: TestServer;
-beforeAll(() => { t = fx.t; });
+beforeAll(() => {
+  t = fx.t;
+});
 const { workers, cleanups: afterAllCleanups } = fx;
-const startWorker = (queue: string, serverUrl?: string, extra?: Parameters<typeof startFixtureWorker>[3]) => startFixtureWorker(fx, queue, serverUrl, extra);
+const startWorker = (queue: string, serverUrl?: string, extra?: Parameters<typeof startFixtureWorker>[3]) =>
+  startFixtureWorker(fx, queue, serverUrl, extra);
 const finished = finishedOn(fx);
 
 test('enqueue → claim → run → succeeded, with stdout and stderr captured', async () => {
   await startWorker('e2e');
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo out; echo err >&2; echo "$GREETING"'], env: { GREETING: 'hej' }, queue: 'e2e' });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo out; echo err >&2; echo "$GREETING"'],
+    env: { GREETING: 'hej' },
+    queue: 'e2e',
+  });
   const done = await finished(job.id);
   expect(done).toMatchObject({ state: 'succeeded', exitCode: 0, attempts: 1, endReason: 'exited' });
   const logs = await t.client.logs(job.id);
@@ -26,7 +33,12 @@ test('enqueue → claim → run → succeeded, with stdout and stderr captured',
 
 test('a non-zero exit is reported and retried up to maxAttempts', async () => {
   await startWorker('exit');
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo try; exit 7'], queue: 'exit', maxAttempts: 2, retryBackoffSeconds: 0.1 });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'echo try; exit 7'],
+    queue: 'exit',
+    maxAttempts: 2,
+    retryBackoffSeconds: 0.1,
+  });
   const done = await finished(job.id);
   expect(done).toMatchObject({ state: 'failed', exitCode: 7, attempts: 2 });
   expect(await t.client.logs(job.id)).toBe('--- run 1 ---\ntry\n--- run 2 ---\ntry\n');
@@ -34,7 +46,13 @@ test('a non-zero exit is reported and retried up to maxAttempts', async () => {
 
 test('a timeout kills the job', async () => {
   await startWorker('timeout');
-  const job = await t.client.enqueue({ command: ['sleep', '30'], queue: 'timeout', timeoutSeconds: 0.5, killGraceSeconds: 1, maxAttempts: 1 });
+  const job = await t.client.enqueue({
+    command: ['sleep', '30'],
+    queue: 'timeout',
+    timeoutSeconds: 0.5,
+    killGraceSeconds: 1,
+    maxAttempts: 1,
+  });
   const done = await finished(job.id);
   expect(done).toMatchObject({ state: 'failed', endReason: 'timed_out', signal: 'SIGTERM' });
 });
@@ -56,8 +74,13 @@ test('a cancel that comes after the job exited by itself, while a leftover of it
   const dir = mkdtempSync(join(tmpdir(), 'skipjack-late-stop-'));
   afterAllCleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const marker = join(dir, 'trapped');
-  const script = '(trap "" TERM; : >"$1"; exec sleep 30) >/dev/null 2>&1 & while [ ! -e "$1" ]; do sleep 0.01; done; echo done; exit 0';
-  const job = await t.client.enqueue({ command: ['sh', '-c', script, 'sh', marker], queue: 'late-stop', killGraceSeconds: 4 });
+  const script =
+    '(trap "" TERM; : >"$1"; exec sleep 30) >/dev/null 2>&1 & while [ ! -e "$1" ]; do sleep 0.01; done; echo done; exit 0';
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', script, 'sh', marker],
+    queue: 'late-stop',
+    killGraceSeconds: 4,
+  });
   await until('output', async () => (await t.client.logs(job.id)).includes('done'));
   // Still running: the main process has exited, the leftover has its grace.
   expect(await t.client.cancel(job.id)).toMatchObject({ state: 'running', cancelRequested: true });
@@ -67,12 +90,20 @@ test('a cancel that comes after the job exited by itself, while a leftover of it
 test('a job claimed again after its lease was lost holds a second slot while its old process has its grace', async () => {
   const w = await startWorker('reclaim', t.server.url, { capacity: { slots: 2 } });
   // The shell ignores SIGTERM, so the old run lives out its kill grace.
-  const job = await t.client.enqueue({ command: ['sh', '-c', 'trap "" TERM; echo up; while :; do sleep 0.1; done'], queue: 'reclaim', killGraceSeconds: 5, timeoutSeconds: 20 });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'trap "" TERM; echo up; while :; do sleep 0.1; done'],
+    queue: 'reclaim',
+    killGraceSeconds: 5,
+    timeoutSeconds: 20,
+  });
   await until('output', async () => (await t.client.logs(job.id)).includes('up'));
   // The lease runs out as if heartbeats had not got through: the reaper takes the job back, and
   // this worker, the only one of its queue, claims it again while the old process still runs.
   await sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}`.execute(t.tdb.db);
-  await until('both runs of the job on the worker', async () => w.runningJobIds.filter((id) => id === job.id).length === 2);
+  await until(
+    'both runs of the job on the worker',
+    async () => w.runningJobIds.filter((id) => id === job.id).length === 2,
+  );
   const other = await t.client.enqueue({ command: ['true'], queue: 'reclaim' });
   await new Promise((r) => setTimeout(r, 500));
   // Both slots are taken: the other job waits for the old run's end.
@@ -150,7 +181,12 @@ test('a worker an operator deregisters stops its jobs at once, unreleased, and s
     await t.client.deregister(w.workerId);
     await until('job stopped on the worker', async () => w.runningJobIds.length === 0, 10_000);
     await until('the worker to stop', async () => w.lifecycle === 'stopped', 10_000);
-    const attempts = (await t.client.request<{ attempts: { outcome: string; error: string | null }[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
+    const attempts = (
+      await t.client.request<{ attempts: { outcome: string; error: string | null }[] }>(
+        'GET',
+        `/jobs/${job.id}/attempts`,
+      )
+    ).attempts;
     // The run ended as the server recorded it, lost; the worker released nothing over it.
     expect(attempts).toEqual([expect.objectContaining({ outcome: 'lost', error: 'the worker was deregistered' })]);
     expect((await t.client.getJob(job.id)).state).toBe('pending');
@@ -205,10 +241,17 @@ test('short jobs ending one after another are released together by the next clai
   }) as typeof w.client.request;
   // Four at a time, ending 20 ms apart: claimed for at once, each would come back alone. The
   // gather is capped at a quarter of the heartbeat interval (250 ms with this server's lease).
-  const jobs = (await t.client.enqueueBatch(Array.from({ length: 8 }, (_, i) => ({ command: ['sleep', String(0.02 * (1 + (i % 4)))], queue: 'gather' })))).jobs;
+  const jobs = (
+    await t.client.enqueueBatch(
+      Array.from({ length: 8 }, (_, i) => ({ command: ['sleep', String(0.02 * (1 + (i % 4)))], queue: 'gather' })),
+    )
+  ).jobs;
   for (const j of jobs) expect((await finished(j.id)).state).toBe('succeeded');
   await until('last outcomes carried', async () => claims.reduce((n, c) => n + c.carried, 0) === 8);
-  expect(claims).toEqual([{ max: 4, carried: 4 }, { max: 4, carried: 4 }]);
+  expect(claims).toEqual([
+    { max: 4, carried: 4 },
+    { max: 4, carried: 4 },
+  ]);
   expect(releaseRequests).toBe(0);
 });
 

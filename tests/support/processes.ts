@@ -8,7 +8,11 @@ const started = new Set<ChildProcess>();
 export const skipjackCommand = new URL('../../bin/skipjack', import.meta.url).pathname;
 
 /** `skipjack worker` as its own OS process, exactly as an operator would run it. */
-export function spawnWorkerProcess(serverUrl: string, args: string[] = [], output: 'inherit' | 'pipe' = 'inherit'): ChildProcess {
+export function spawnWorkerProcess(
+  serverUrl: string,
+  args: string[] = [],
+  output: 'inherit' | 'pipe' = 'inherit',
+): ChildProcess {
   const child = spawn(skipjackCommand, ['--server', serverUrl, 'worker', ...args], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
@@ -20,16 +24,19 @@ export function spawnWorkerProcess(serverUrl: string, args: string[] = [], outpu
 }
 
 export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
 /** Kills every worker process a test started and is still running (by pid, never by name). */
 export async function killStartedProcesses(): Promise<void> {
-  await Promise.all([...started].map((child) => {
-    child.kill('SIGKILL');
-    return exited(child);
-  }));
+  await Promise.all(
+    [...started].map((child) => {
+      child.kill('SIGKILL');
+      return exited(child);
+    }),
+  );
 }
 
 /** Kills a job's process group a test knows about, if still alive. */

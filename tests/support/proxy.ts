@@ -21,7 +21,10 @@ export interface TestProxy {
 
 const PASSED_HEADERS = ['content-type', 'authorization', 'x-worker-key', 'idempotency-key'];
 
-export async function startProxy(target: string, intercept: (url: string, body: Record<string, unknown>) => Verdict = () => undefined): Promise<TestProxy> {
+export async function startProxy(
+  target: string,
+  intercept: (url: string, body: Record<string, unknown>) => Verdict = () => undefined,
+): Promise<TestProxy> {
   const requests: string[] = [];
   const hangUps: string[] = [];
   const faults = { reset: 0, dropped: 0 };
@@ -29,7 +32,9 @@ export async function startProxy(target: string, intercept: (url: string, body: 
     const url = req.url ?? '';
     requests.push(url);
     let cutByUs = false;
-    res.on('close', () => { if (!res.writableFinished && !cutByUs) hangUps.push(url); });
+    res.on('close', () => {
+      if (!res.writableFinished && !cutByUs) hangUps.push(url);
+    });
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -47,8 +52,15 @@ export async function startProxy(target: string, intercept: (url: string, body: 
     const hungUp = new AbortController();
     res.on('close', () => hungUp.abort());
     try {
-      const headers = Object.fromEntries(PASSED_HEADERS.filter((h) => req.headers[h]).map((h) => [h, String(req.headers[h])]));
-      const answer = await fetch(target + url, { method: req.method, headers, body: chunks.length ? body : undefined, signal: hungUp.signal });
+      const headers = Object.fromEntries(
+        PASSED_HEADERS.filter((h) => req.headers[h]).map((h) => [h, String(req.headers[h])]),
+      );
+      const answer = await fetch(target + url, {
+        method: req.method,
+        headers,
+        body: chunks.length ? body : undefined,
+        signal: hungUp.signal,
+      });
       const bytes = Buffer.from(await answer.arrayBuffer());
       if (verdict === 'drop') return cut('dropped');
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });

@@ -35,13 +35,21 @@ export async function startTestServer(overrides: Partial<ServerConfig> = {}, tdb
 
 /** Waits for the job to reach a final state, and returns it. */
 export function jobFinished(client: SkipjackClient, id: number, timeoutMs = 20_000) {
-  return until(`job ${id} to finish`, async () => {
-    const j = await client.getJob(id);
-    return terminalStates.includes(j.state) ? j : undefined;
-  }, timeoutMs);
+  return until(
+    `job ${id} to finish`,
+    async () => {
+      const j = await client.getJob(id);
+      return terminalStates.includes(j.state) ? j : undefined;
+    },
+    timeoutMs,
+  );
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

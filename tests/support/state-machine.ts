@@ -6,7 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 
-export interface Transition { from: string; to: string }
+export interface Transition {
+  from: string;
+  to: string;
+}
 
 const doc = new URL('../../docs/state-machine.md', import.meta.url);
 
@@ -16,7 +19,10 @@ export function documentedTransitions(text = readFileSync(doc, 'utf8')): Transit
   if (!section) throw new Error('docs/state-machine.md has no "## Transitions" section');
   const rows = section.split('\n').filter((line) => /^\|\s*`/.test(line));
   return rows.map((line) => {
-    const [from, to] = line.split('|').slice(1, 3).map((cell) => cell.trim().replace(/^`|`$/g, ''));
+    const [from, to] = line
+      .split('|')
+      .slice(1, 3)
+      .map((cell) => cell.trim().replace(/^`|`$/g, ''));
     return { from, to };
   });
 }

@@ -4,7 +4,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SpawnHelper } from '../../worker/spawner.js';
-import { processGroupAlive, superviseProcess, type OutputChunk, type ProcessSpec, type SupervisedProcess } from '../../worker/supervisor.js';
+import {
+  processGroupAlive,
+  superviseProcess,
+  type OutputChunk,
+  type ProcessSpec,
+  type SupervisedProcess,
+} from '../../worker/supervisor.js';
 
 export function supervisedProcesses(scratchPrefix: string) {
   const started: SupervisedProcess[] = [];

@@ -5,7 +5,12 @@ import { lazyChild } from '../../worker/lazy-log.js';
 
 function capture(level: string) {
   const lines: Record<string, unknown>[] = [];
-  const out = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(chunk.toString())); done(); } });
+  const out = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()));
+      done();
+    },
+  });
   return { log: pino({ level }, out), lines };
 }
 
@@ -22,5 +27,8 @@ test('below the level nothing is made or written; at it, the line carries the bi
   jobLog.error('failed');
   expect(made).toBe(1);
   await new Promise((r) => setImmediate(r));
-  expect(lines.map((l) => [l.msg, l.jobId, l.attempt])).toEqual([['release refused', 7, 2], ['failed', 7, 2]]);
+  expect(lines.map((l) => [l.msg, l.jobId, l.attempt])).toEqual([
+    ['release refused', 7, 2],
+    ['failed', 7, 2],
+  ]);
 });

@@ -39,10 +39,28 @@ describe('place: verdicts', () => {
     // w4: affinity 0;             total (1*93 + 2*0)/3   = 31
     // w3: free memory 8192 - 7680 = 512 < 1024
     expect(result.verdicts).toEqual<Verdict[]>([
-      { workerId: 'w1', workerName: 'gpu-box', fits: true, scores: { 'least-allocated': 93, affinity: 100 }, total: 293 / 3 },
+      {
+        workerId: 'w1',
+        workerName: 'gpu-box',
+        fits: true,
+        scores: { 'least-allocated': 93, affinity: 100 },
+        total: 293 / 3,
+      },
       { workerId: 'w2', workerName: 'ord-box', fits: false, filter: 'region', reason: 'region ord≠mad' },
-      { workerId: 'w3', workerName: 'full-box', fits: false, filter: 'resources', reason: 'insufficient memory (need 1024, free 512)' },
-      { workerId: 'w4', workerName: 'plain-box', fits: true, scores: { 'least-allocated': 93, affinity: 0 }, total: 31 },
+      {
+        workerId: 'w3',
+        workerName: 'full-box',
+        fits: false,
+        filter: 'resources',
+        reason: 'insufficient memory (need 1024, free 512)',
+      },
+      {
+        workerId: 'w4',
+        workerName: 'plain-box',
+        fits: true,
+        scores: { 'least-allocated': 93, affinity: 0 },
+        total: 31,
+      },
     ]);
     expect(result.chosen?.id).toBe('w1');
     expect(result.summary).toBe('2/4 workers fit: 1 insufficient memory (need 1024, free 512), 1 region ord≠mad');
@@ -57,7 +75,11 @@ describe('place: verdicts', () => {
     { name: 'all weights zero', rankers: [constant('a', 0, () => 30)], total: 0 },
     { name: 'no rankers', rankers: [], total: 0 },
     // NaN -> 0, 150 -> 100: (0 + 100)/2 = 50
-    { name: 'misbehaving scores clamped', rankers: [constant('nan', 1, () => NaN), constant('big', 1, () => 150)], total: 50 },
+    {
+      name: 'misbehaving scores clamped',
+      rankers: [constant('nan', 1, () => NaN), constant('big', 1, () => 150)],
+      total: 50,
+    },
   ])('total: $name = $total', ({ rankers, total }) => {
     const [verdict] = place(makeJob(), [makeWorker()], { filters: defaultFilters, rankers, ctx }).verdicts;
     expect(verdict!.total).toBe(total);
@@ -90,13 +112,23 @@ describe('place: choice and tie-breaks', () => {
     const draws = [1, 2, 3, 4, 5, 6, 7, 8].map((id) => pick(42, id, tiedWorkers));
     expect(draws).toEqual(['w-a', 'w-c', 'w-b', 'w-c', 'w-a', 'w-b', 'w-a', 'w-c']);
     expect([1, 2, 3, 4, 5, 6, 7, 8].map((id) => pick(42, id, [...tiedWorkers].reverse()))).toEqual(draws);
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((id) => pick(2, id, tiedWorkers))).toEqual(['w-d', 'w-a', 'w-d', 'w-a', 'w-a', 'w-c', 'w-c', 'w-b']);
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((id) => pick(2, id, tiedWorkers))).toEqual([
+      'w-d',
+      'w-a',
+      'w-d',
+      'w-a',
+      'w-a',
+      'w-c',
+      'w-c',
+      'w-b',
+    ]);
   });
 
   test('a seed never overrides a strictly better worker', () => {
     const workers = [...tiedWorkers, makeWorker({ id: 'w-z', labels: { ssd: 'yes' } })];
     const job = makeJob({ preferences: [{ labels: { ssd: 'yes' }, weight: 1 }] });
-    for (const seed of [1, 2, 3, 42]) expect(place(job, workers, { ...defaults, ctx, tieBreak: { seed } }).chosen?.id).toBe('w-z');
+    for (const seed of [1, 2, 3, 42])
+      expect(place(job, workers, { ...defaults, ctx, tieBreak: { seed } }).chosen?.id).toBe('w-z');
   });
 
   test('no worker fits: chosen is null', () => {
@@ -111,12 +143,20 @@ describe('summary grouping (Kubernetes FitError style)', () => {
     const job = makeJob({ constraints: { region: 'mad', resources: { memoryMb: 1024 } } });
     const inOrd = Array.from({ length: 9 }, (_, i) => makeWorker({ id: `ord-${i}`, region: 'ord' }));
     // free memory 8192 - allocated: 512, 256, 100 -> max 512
-    const tight = [7680, 7936, 8092].map((used, i) => makeWorker({ id: `mad-${i}`, allocated: capacity({ memoryMb: used }) }));
+    const tight = [7680, 7936, 8092].map((used, i) =>
+      makeWorker({ id: `mad-${i}`, allocated: capacity({ memoryMb: used }) }),
+    );
     const result = place(job, [...tight, ...inOrd], { ...defaults, ctx });
     expect(result.summary).toBe('0/12 workers fit: 9 region ord≠mad, 3 insufficient memory (need 1024, free ≤ 512)');
   });
 
-  const unfit = (reason: string, filter = 'f'): Verdict => ({ workerId: reason, workerName: reason, fits: false, filter, reason });
+  const unfit = (reason: string, filter = 'f'): Verdict => ({
+    workerId: reason,
+    workerName: reason,
+    fits: false,
+    filter,
+    reason,
+  });
   const fit: Verdict = { workerId: 'ok', workerName: 'ok', fits: true, scores: {}, total: 0 };
   test.each<{ name: string; verdicts: Verdict[]; total: number; expected: string }>([
     { name: 'all fit', verdicts: [fit, fit, fit], total: 3, expected: '3/3 workers fit' },
@@ -124,7 +164,14 @@ describe('summary grouping (Kubernetes FitError style)', () => {
     // equal counts sort by text: "label..." < "worker..."
     {
       name: 'count desc, then text',
-      verdicts: [unfit('worker draining'), unfit('region ord≠lis'), unfit('label gpu missing'), unfit('worker draining'), unfit('label gpu missing'), fit],
+      verdicts: [
+        unfit('worker draining'),
+        unfit('region ord≠lis'),
+        unfit('label gpu missing'),
+        unfit('worker draining'),
+        unfit('label gpu missing'),
+        fit,
+      ],
       total: 6,
       expected: '1/6 workers fit: 2 label gpu missing, 2 worker draining, 1 region ord≠lis',
     },
@@ -138,14 +185,29 @@ describe('summary grouping (Kubernetes FitError style)', () => {
     // a different need is a different group; the group of 2 shows max(100, 300) = 300
     {
       name: 'shortages group by resource and need',
-      verdicts: [unfit('insufficient memory (need 1024, free 100)'), unfit('insufficient memory (need 2048, free 900)'), unfit('insufficient memory (need 1024, free 300)')],
+      verdicts: [
+        unfit('insufficient memory (need 1024, free 100)'),
+        unfit('insufficient memory (need 2048, free 900)'),
+        unfit('insufficient memory (need 1024, free 300)'),
+      ],
       total: 3,
-      expected: '0/3 workers fit: 2 insufficient memory (need 1024, free ≤ 300), 1 insufficient memory (need 2048, free 900)',
+      expected:
+        '0/3 workers fit: 2 insufficient memory (need 1024, free ≤ 300), 1 insufficient memory (need 2048, free 900)',
     },
     // an empty reason is named after its filter
-    { name: 'empty reason', verdicts: [unfit('', 'my-filter')], total: 1, expected: '0/1 workers fit: 1 my-filter failed' },
+    {
+      name: 'empty reason',
+      verdicts: [unfit('', 'my-filter')],
+      total: 1,
+      expected: '0/1 workers fit: 1 my-filter failed',
+    },
     // more workers than verdicts (e.g. some excluded before placement)
-    { name: 'total beyond verdicts', verdicts: [unfit('no free slot')], total: 5, expected: '0/5 workers fit: 1 no free slot' },
+    {
+      name: 'total beyond verdicts',
+      verdicts: [unfit('no free slot')],
+      total: 5,
+      expected: '0/5 workers fit: 1 no free slot',
+    },
   ])('$name', ({ verdicts, total, expected }) => {
     expect(summarizeUnfit(verdicts, total)).toBe(expected);
   });
@@ -158,7 +220,11 @@ describe('neverFitsReason (enqueue 422)', () => {
   ];
   test.each([
     // busy and draining now, but 4096 <= capacity 8192 when idle
-    { name: 'fits some worker when idle', constraints: { region: 'mad', resources: { memoryMb: 4096 } }, expected: null },
+    {
+      name: 'fits some worker when idle',
+      constraints: { region: 'mad', resources: { memoryMb: 4096 } },
+      expected: null,
+    },
     // mad: capacity 8192 < 16384; ord: wrong region
     {
       name: 'fits no worker ever',
@@ -176,7 +242,10 @@ describe('neverFitsReason (enqueue 422)', () => {
 
 describe('rankJobsForWorker (pull mode)', () => {
   // free: memory 8192 - 2048 = 6144, slots 3
-  const worker = makeWorker({ capacity: capacity({ cpu: 4000, memoryMb: 8192, slots: 3 }), allocated: capacity({ memoryMb: 2048 }) });
+  const worker = makeWorker({
+    capacity: capacity({ cpu: 4000, memoryMb: 8192, slots: 3 }),
+    allocated: capacity({ memoryMb: 2048 }),
+  });
   const mem = (id: number, priority: number, createdAt: number, memoryMb: number, region = 'mad') =>
     makeJob({ id, priority, createdAt, constraints: { region, resources: { memoryMb } } });
   const jobs = [

@@ -30,7 +30,12 @@ describe('buildPlacementConfig', () => {
   });
 
   test('rankers replace the defaults; filters may be reordered', () => {
-    expect(names({ filters: ['resources', 'labels', 'region', 'worker-active'], rankers: [{ name: 'binpack', weight: 3 }, { name: 'spread' }] })).toEqual({
+    expect(
+      names({
+        filters: ['resources', 'labels', 'region', 'worker-active'],
+        rankers: [{ name: 'binpack', weight: 3 }, { name: 'spread' }],
+      }),
+    ).toEqual({
       filters: ['resources', 'labels', 'region', 'worker-active'],
       rankers: [
         ['binpack', 3],
@@ -41,7 +46,9 @@ describe('buildPlacementConfig', () => {
   });
 
   test('params reach the factory', () => {
-    const [ranker] = buildPlacementConfig({ rankers: [{ name: 'most-allocated', params: { resourceWeights: { cpu: 2, memoryMb: 1 } } }] }).rankers;
+    const [ranker] = buildPlacementConfig({
+      rankers: [{ name: 'most-allocated', params: { resourceWeights: { cpu: 2, memoryMb: 1 } } }],
+    }).rankers;
     const job = makeJob({ constraints: { resources: { cpu: 3000, memoryMb: 5000 } } });
     const worker = makeWorker({ capacity: capacity({ cpu: 4000, memoryMb: 10000, slots: 1 }) });
     // cpu 3000*100/4000 = 75; memory 5000*100/10000 = 50; (75*2 + 50*1)/3 = 200/3 = 66
@@ -49,13 +56,41 @@ describe('buildPlacementConfig', () => {
   });
 
   test.each<{ name: string; spec: PlacementSpec; error: string }>([
-    { name: 'unknown ranker', spec: { rankers: [{ name: 'random' }] }, error: 'unknown ranker "random" (known: least-allocated, most-allocated, binpack, spread, affinity)' },
-    { name: 'unknown filter', spec: { filters: ['worker-active', 'region', 'labels', 'resources', 'gpu'] }, error: 'unknown filter "gpu" (known: worker-active, region, labels, resources)' },
-    { name: 'built-in filter dropped', spec: { filters: ['worker-active', 'labels', 'resources'] }, error: "filters must include the built-in region: they enforce the job's constraints" },
-    { name: 'filter twice', spec: { filters: ['worker-active', 'region', 'region', 'labels', 'resources'] }, error: 'filter "region" is listed twice' },
-    { name: 'ranker twice', spec: { rankers: [{ name: 'affinity' }, { name: 'affinity', weight: 2 }] }, error: 'ranker "affinity" is listed twice' },
-    { name: 'bad weight', spec: { rankers: [{ name: 'spread', weight: -2 }] }, error: 'ranker spread: weight must be a finite number ≥ 0, got -2' },
-    { name: 'unknown param', spec: { rankers: [{ name: 'affinity', params: { labels: {} } }] }, error: 'ranker affinity: unknown option labels (accepted: none besides weight)' },
+    {
+      name: 'unknown ranker',
+      spec: { rankers: [{ name: 'random' }] },
+      error: 'unknown ranker "random" (known: least-allocated, most-allocated, binpack, spread, affinity)',
+    },
+    {
+      name: 'unknown filter',
+      spec: { filters: ['worker-active', 'region', 'labels', 'resources', 'gpu'] },
+      error: 'unknown filter "gpu" (known: worker-active, region, labels, resources)',
+    },
+    {
+      name: 'built-in filter dropped',
+      spec: { filters: ['worker-active', 'labels', 'resources'] },
+      error: "filters must include the built-in region: they enforce the job's constraints",
+    },
+    {
+      name: 'filter twice',
+      spec: { filters: ['worker-active', 'region', 'region', 'labels', 'resources'] },
+      error: 'filter "region" is listed twice',
+    },
+    {
+      name: 'ranker twice',
+      spec: { rankers: [{ name: 'affinity' }, { name: 'affinity', weight: 2 }] },
+      error: 'ranker "affinity" is listed twice',
+    },
+    {
+      name: 'bad weight',
+      spec: { rankers: [{ name: 'spread', weight: -2 }] },
+      error: 'ranker spread: weight must be a finite number ≥ 0, got -2',
+    },
+    {
+      name: 'unknown param',
+      spec: { rankers: [{ name: 'affinity', params: { labels: {} } }] },
+      error: 'ranker affinity: unknown option labels (accepted: none besides weight)',
+    },
     { name: 'prototype name', spec: { rankers: [{ name: 'toString' }] }, error: 'unknown ranker "toString"' },
   ])('rejects: $name', ({ spec, error }) => {
     expect(() => buildPlacementConfig(spec)).toThrow(error);
@@ -93,20 +128,58 @@ describe('registerPlugins', () => {
     const even: Ranker = { name: 'even', weight: 1, score: (_j, w) => (w.id.endsWith('2') ? 100 : 0) };
     const registry = registerPlugins({ default: { rankers: [even] } });
     const [ranker] = buildPlacementConfig({ rankers: [{ name: 'even', weight: 4 }] }, registry).rankers;
-    expect([ranker!.name, ranker!.weight, ranker!.score(makeJob(), makeWorker({ id: 'w2' }), ctx)]).toEqual(['even', 4, 100]);
-    expect(() => buildPlacementConfig({ rankers: [{ name: 'even', params: { x: 1 } }] }, registry)).toThrow('ranker even: unknown option x');
+    expect([ranker!.name, ranker!.weight, ranker!.score(makeJob(), makeWorker({ id: 'w2' }), ctx)]).toEqual([
+      'even',
+      4,
+      100,
+    ]);
+    expect(() => buildPlacementConfig({ rankers: [{ name: 'even', params: { x: 1 } }] }, registry)).toThrow(
+      'ranker even: unknown option x',
+    );
   });
 
   test.each<{ name: string; module: unknown; error: string }>([
-    { name: 'not a module', module: null, error: 'plugin: expected a module exporting filters and/or rankers, got null' },
+    {
+      name: 'not a module',
+      module: null,
+      error: 'plugin: expected a module exporting filters and/or rankers, got null',
+    },
     { name: 'nothing exported', module: { helper: 1 }, error: 'plugin: exports no filters and no rankers' },
-    { name: 'filters not an array', module: { filters: 'region' }, error: 'plugin: "filters" must be an array, got string' },
-    { name: 'filter without check', module: { filters: [{ name: 'x' }] }, error: 'plugin filters[0]: expected {name, check()}, got an object with keys name' },
-    { name: 'filter without name', module: { filters: [{ name: '', check: () => null }] }, error: 'plugin filters[0]: expected {name, check()}' },
-    { name: 'ranker of the wrong kind', module: { rankers: [42] }, error: 'plugin rankers[0]: expected a Ranker {name, weight, score()} or a factory function, got number' },
-    { name: 'factory returning junk', module: { rankers: [() => ({ name: 'x' })] }, error: 'plugin rankers[0]: factory({}) must return {name, weight, score()}, got an object with keys name' },
-    { name: 'name taken by a built-in', module: { filters: [{ name: 'region', check: () => null }] }, error: 'plugin: filter "region" is already registered' },
-    { name: 'name taken twice', module: { rankers: [freshHeartbeat, freshHeartbeat] }, error: 'plugin: ranker "fresh-heartbeat" is already registered' },
+    {
+      name: 'filters not an array',
+      module: { filters: 'region' },
+      error: 'plugin: "filters" must be an array, got string',
+    },
+    {
+      name: 'filter without check',
+      module: { filters: [{ name: 'x' }] },
+      error: 'plugin filters[0]: expected {name, check()}, got an object with keys name',
+    },
+    {
+      name: 'filter without name',
+      module: { filters: [{ name: '', check: () => null }] },
+      error: 'plugin filters[0]: expected {name, check()}',
+    },
+    {
+      name: 'ranker of the wrong kind',
+      module: { rankers: [42] },
+      error: 'plugin rankers[0]: expected a Ranker {name, weight, score()} or a factory function, got number',
+    },
+    {
+      name: 'factory returning junk',
+      module: { rankers: [() => ({ name: 'x' })] },
+      error: 'plugin rankers[0]: factory({}) must return {name, weight, score()}, got an object with keys name',
+    },
+    {
+      name: 'name taken by a built-in',
+      module: { filters: [{ name: 'region', check: () => null }] },
+      error: 'plugin: filter "region" is already registered',
+    },
+    {
+      name: 'name taken twice',
+      module: { rankers: [freshHeartbeat, freshHeartbeat] },
+      error: 'plugin: ranker "fresh-heartbeat" is already registered',
+    },
   ])('rejects: $name', ({ module, error }) => {
     expect(() => registerPlugins(module)).toThrow(error);
   });
@@ -127,6 +200,8 @@ describe('example plugin: heartbeat freshness', () => {
   });
 
   test('rejects a non-positive staleAfterMs', () => {
-    expect(() => freshHeartbeat({ staleAfterMs: 0 })).toThrow('ranker fresh-heartbeat: staleAfterMs must be > 0, got 0');
+    expect(() => freshHeartbeat({ staleAfterMs: 0 })).toThrow(
+      'ranker fresh-heartbeat: staleAfterMs must be > 0, got 0',
+    );
   });
 });

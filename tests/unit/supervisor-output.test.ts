@@ -44,7 +44,8 @@ describe('output from a process', () => {
   test('stdout and stderr share one offset sequence, each chunk labelled', async () => {
     const { proc, chunks } = run({ command: ['sh', '-c', 'echo out1; echo err1 >&2; echo out2; echo err2 >&2'] });
     const result = await proc.done;
-    const of = (stream: string) => Buffer.concat(chunks.filter((c) => c.stream === stream).map((c) => c.data)).toString();
+    const of = (stream: string) =>
+      Buffer.concat(chunks.filter((c) => c.stream === stream).map((c) => c.data)).toString();
 
     expectContiguous(chunks);
     expect(of('stdout')).toBe('out1\nout2\n');
@@ -125,7 +126,12 @@ describe('coalesceChunks', () => {
   const show = (chunks: OutputChunk[]) => chunks.map((c) => [c.stream, c.offset, c.data.toString()]);
 
   test('merges contiguous chunks of one stream, keeps stream changes apart', () => {
-    const chunks = [chunk('stdout', 0, 'ab'), chunk('stdout', 2, 'cd'), chunk('stderr', 4, 'e'), chunk('stdout', 5, 'f')];
+    const chunks = [
+      chunk('stdout', 0, 'ab'),
+      chunk('stdout', 2, 'cd'),
+      chunk('stderr', 4, 'e'),
+      chunk('stdout', 5, 'f'),
+    ];
     expect(show(coalesceChunks(chunks))).toEqual([
       ['stdout', 0, 'abcd'],
       ['stderr', 4, 'e'],

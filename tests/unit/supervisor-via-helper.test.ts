@@ -4,7 +4,12 @@
 // helper dying under running jobs.
 import { readFileSync } from 'node:fs';
 import { SpawnHelper } from '../../worker/spawner.js';
-import { processGroupAlive, superviseProcess, type OutputChunk, type SupervisedProcess } from '../../worker/supervisor.js';
+import {
+  processGroupAlive,
+  superviseProcess,
+  type OutputChunk,
+  type SupervisedProcess,
+} from '../../worker/supervisor.js';
 
 process.env.SKIPJACK_TEST_SPAWN_HELPER = '1';
 await import('./supervisor.test.js');
@@ -34,18 +39,23 @@ describe('the spawn helper itself', () => {
     expect(await missing.start()).toEqual({ ok: false, reason: expect.stringMatching(/ENOENT/) });
   });
 
-  test('job processes are the helper\'s children, not the worker\'s', async () => {
+  test("job processes are the helper's children, not the worker's", async () => {
     const chunks: OutputChunk[] = [];
     const proc = run(['sh', '-c', 'echo $PPID'], chunks);
     const result = await proc.done;
-    const parent = Number(Buffer.concat(chunks.map((c) => c.data)).toString().trim());
+    const parent = Number(
+      Buffer.concat(chunks.map((c) => c.data))
+        .toString()
+        .trim(),
+    );
     expect(result).toMatchObject({ reason: 'exited', exitCode: 0 });
     expect(parent).not.toBe(process.pid);
     expect(parentOf(parent)).toBe(process.pid); // the helper is ours
   });
 
   test('its exit report says whether the job left anything in its process group', async () => {
-    const exited = (child: ReturnType<typeof helper.launch>) => new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const exited = (child: ReturnType<typeof helper.launch>) =>
+      new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const env = { PATH: process.env.PATH ?? '' };
     const lone = helper.launch('true', [], { env });
     await exited(lone);
@@ -84,11 +94,15 @@ describe('the spawn helper itself', () => {
     expect(processGroupAlive(proc.pid!)).toBe(false);
   });
 
-  test('one job\'s bad argument or unnamed death signal fails that job only; the helper carries on', async () => {
+  test("one job's bad argument or unnamed death signal fails that job only; the helper carries on", async () => {
     const survivor = run(['sleep', '1000']);
     const lone = await run(['echo', 'a\ud800b']).done;
     expect(lone).toMatchObject({ reason: 'spawn_failed', error: expect.stringMatching(/surrogate/) });
-    const rt = await run(['python3', '-c', 'import os, signal; signal.signal(40, signal.SIG_DFL); os.kill(os.getpid(), 40)']).done;
+    const rt = await run([
+      'python3',
+      '-c',
+      'import os, signal; signal.signal(40, signal.SIG_DFL); os.kill(os.getpid(), 40)',
+    ]).done;
     expect(rt).toMatchObject({ reason: 'exited', exitCode: null, signal: 'SIGRTMIN+6' });
     expect(await run(['true']).done).toMatchObject({ reason: 'exited', exitCode: 0 });
     survivor.cancel();

@@ -8,11 +8,8 @@
  */
 import { chmodSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import {
-  buildJobEnv,
-  superviseProcess,
-  type OutputChunk,
-} from '../../worker/supervisor.js';
+import { buildJobEnv } from '../../worker/job-env.js';
+import { superviseProcess, type OutputChunk } from '../../worker/supervisor.js';
 import { supervisedProcesses } from '../support/supervised.js';
 
 const escapedPids: number[] = [];
@@ -22,7 +19,6 @@ const run = procs.run;
 afterEach(async () => {
   for (const pid of escapedPids.splice(0)) killQuietly(pid);
 });
-
 
 function text(chunks: OutputChunk[]): string {
   return Buffer.concat(chunks.map((c) => c.data)).toString();
@@ -152,7 +148,11 @@ describe('leftovers after the main process exits', () => {
   test('a leftover that ignores the stop signal is SIGKILLed after the grace', async () => {
     // The main shell exits only once the leftover ignores TERM: else a quick group kill could beat the trap.
     const { proc, chunks } = run({
-      command: ['sh', '-c', '(trap "" TERM; touch trapped; exec sleep 1000) & while [ ! -e trapped ]; do sleep 0.01; done; echo $!; exit 0'],
+      command: [
+        'sh',
+        '-c',
+        '(trap "" TERM; touch trapped; exec sleep 1000) & while [ ! -e trapped ]; do sleep 0.01; done; echo $!; exit 0',
+      ],
       cwd: procs.scratch(),
       killGraceSeconds: 0.3,
     });
@@ -188,7 +188,8 @@ describe('leftovers after the main process exits', () => {
 
   test('a process that left the group cannot hold done open through the pipes', async () => {
     // The main shell waits until the child has its own session, so the group kill cannot reach it.
-    const script = 'setsid sleep 1000 & echo $!; while [ "$(cut -d" " -f5 /proc/$!/stat)" = "$$" ]; do sleep 0.01; done';
+    const script =
+      'setsid sleep 1000 & echo $!; while [ "$(cut -d" " -f5 /proc/$!/stat)" = "$$" ]; do sleep 0.01; done';
     const { proc, chunks } = run({ command: ['sh', '-c', script], killGraceSeconds: 0.3, outputDrainSeconds: 0.3 });
     await waitForText(chunks, '\n');
     const escaped = Number(text(chunks).trim());
@@ -282,9 +283,13 @@ describe('exit status, env and cwd', () => {
   });
 
   test('an onOutput that throws is reported, and supervision carries on', async () => {
-    const proc = superviseProcess({ command: ['sh', '-c', 'echo a; echo b >&2; exit 4'] }, () => {
-      throw new Error('shipper broke');
-    }, procs.launch);
+    const proc = superviseProcess(
+      { command: ['sh', '-c', 'echo a; echo b >&2; exit 4'] },
+      () => {
+        throw new Error('shipper broke');
+      },
+      procs.launch,
+    );
     procs.track(proc);
     const result = await proc.done;
     expect(result).toMatchObject({ reason: 'exited', exitCode: 4, outputBytes: 4 });
