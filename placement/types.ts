@@ -1,4 +1,5 @@
 // The data the placement plugins see. Pure values: no I/O, no clocks except ctx.now.
+import type { PlacementVerdict } from '../protocol/types.js';
 
 export interface Resources {
   /** CPU in millicores (1000 = one core). */
@@ -73,19 +74,8 @@ export interface Ranker {
   score(job: PlacementJob, worker: PlacementWorker, ctx: PlacementContext): number;
 }
 
-/** One worker's outcome for one job: why it was rejected, or how it scored. */
-export interface Verdict {
-  workerId: string;
-  workerName: string;
-  fits: boolean;
-  /** The first filter that rejected the worker. */
-  filter?: string;
-  reason?: string;
-  /** Each ranker's score, 0..100, by ranker name. */
-  scores?: Record<string, number>;
-  /** Weighted mean of the scores, 0..100. */
-  total?: number;
-}
+/** One worker's outcome for one job: why it was rejected, or how it scored. The wire type is this one. */
+export type Verdict = PlacementVerdict;
 
 /** The plugins one server or queue places with. */
 export interface PlacementConfig {

@@ -103,7 +103,7 @@ export interface PlacementExplanation {
   verdicts: PlacementVerdict[];
 }
 
-/** One worker's verdict on the job: why it was rejected, or how it scored (placement's Verdict, as sent). */
+/** One worker's verdict on the job: why it was rejected, or how it scored (placement's Verdict is this type). */
 export interface PlacementVerdict {
   workerId: string;
   workerName: string;
