@@ -93,9 +93,14 @@ export async function enqueue(client: SkipjackClient, command: string[], f: Enqu
     return 0;
   }
   process.stderr.write(`job ${job.id} enqueued; waiting for it\n`);
-  await followLogs(client, job.id);
-  const final = await client.getJob(job.id);
-  process.stderr.write(`job ${job.id} ${describeEnd(final)}\n`);
+  return followToEnd(client, job.id);
+}
+
+/** Streams the job's output until it ends, says how it ended, and returns its exit code for the CLI. */
+export async function followToEnd(client: SkipjackClient, id: number): Promise<number> {
+  await followLogs(client, id);
+  const final = await client.getJob(id);
+  process.stderr.write(`job ${id} ${describeEnd(final)}\n`);
   return exitCodeOf(final);
 }
 

@@ -3,7 +3,7 @@
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { ApiRequestError, NotTheApiError, SkipjackClient, UnreachableError } from '../protocol/client.js';
-import { describeEnd, enqueue, followLogs, withFlagNamed, type EnqueueFlags } from './jobs.js';
+import { describeEnd, enqueue, followToEnd, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
 import { jobTable, placementTable, workerTable } from './tables.js';
@@ -208,9 +208,9 @@ program
   .command('logs')
   .description("print a job's output")
   .argument('<id>', 'job id', int)
-  .option('-f, --follow', 'stream output until the job ends')
+  .option('-f, --follow', "stream output until the job ends, then exit with the job's exit code (as enqueue --wait)")
   .action(async (id: number, o: { follow?: boolean }) => {
-    if (o.follow) await followLogs(client(), id);
+    if (o.follow) process.exitCode = await followToEnd(client(), id);
     else process.stdout.write(await client().logs(id));
   });
 

@@ -140,6 +140,14 @@ test('bad input names the field; an unknown command shows help', async () => {
   expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
 });
 
+test('logs -f of a job that fails ends with its exit code, and says how the job ended', async () => {
+  const job = await t.client.enqueue({ command: ['sh', '-c', 'echo oops; exit 7'], maxAttempts: 1 });
+  const r = await skipjack('logs', '-f', String(job.id));
+  expect(r.stdout).toBe('oops\n');
+  expect(r.stderr).toContain(`job ${job.id} failed (exit code 7)`);
+  expect(r.code).toBe(7);
+});
+
 test('logs -f rides out a server restart and prints every byte once', async () => {
   const first = await startServer({ ...t.config, port: 0 }, quietLog);
   const job = await t.client.enqueue({

@@ -15,7 +15,9 @@ export function spawnWorkerProcess(
 ): ChildProcess {
   const child = spawn(skipjackCommand, ['--server', serverUrl, 'worker', ...args], {
     cwd: new URL('../..', import.meta.url).pathname,
-    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' },
+    // A worker whose output the test reads logs its warnings; one that only inherits jest's stderr
+    // is quiet unless TEST_LOG_LEVEL asks, so that jest's report is not buried in log lines.
+    env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? (output === 'pipe' ? 'warn' : 'silent') },
     stdio: ['ignore', output, output],
   });
   started.add(child);
