@@ -24,6 +24,8 @@ trap cleanup EXIT
 for rev in "$base" "$head"; do
   git worktree add --detach -q "$work/$rev" "$rev"
   ln -s "$top/node_modules" "$work/$rev/node_modules"
+  # The peers: bench/node_modules (installed by npm run bench), or the root's for older revisions.
+  [ -d "$top/bench/node_modules" ] && ln -s "$top/bench/node_modules" "$work/$rev/bench/node_modules"
 done
 for round in $(seq 1 "$rounds"); do
   for scenario in $scenarios; do
