@@ -116,3 +116,18 @@ export interface PlacementVerdict {
   /** Weighted mean of the scores, 0..100. */
   total?: number;
 }
+
+/** One run of a job, as GET /jobs/:id/attempts lists them (the run in progress has no end yet). */
+export interface RunView {
+  /** The job's run number, from 1. */
+  attempt: number;
+  workerId: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  /** succeeded, failed, cancelled, requeue, restarted or lost; null while it runs. */
+  outcome: string | null;
+  endReason: EndReason | null;
+  exitCode: number | null;
+  signal: string | null;
+  error: string | null;
+}

@@ -13,7 +13,7 @@ import type { AppContext } from '../context.js';
 import { claimsInOneStatement, insertThenClaim } from '../store/claims.js';
 import type { ClaimRow, JobRow } from '../db.js';
 import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
-import { toJobView } from '../store/job-view.js';
+import { toJobView, toRunView } from '../store/job-view.js';
 import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJobs } from '../store/jobs.js';
 import { readLogs } from '../store/leases.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
@@ -96,7 +96,7 @@ export function jobRoutes(ctx: AppContext): Router {
   r.get('/jobs/:id/attempts', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     await getJob(ctx.db, id);
-    res.json({ attempts: await listAttempts(ctx.db, id) });
+    res.json({ attempts: (await listAttempts(ctx.db, id)).map(toRunView) });
   });
 
   r.post('/jobs/:id/cancel', async (req, res) => {

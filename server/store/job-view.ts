@@ -1,7 +1,8 @@
 // Row → wire shape.
-import type { ClaimedJob, JobView } from '../../protocol/types.js';
+import type { ClaimedJob, JobView, RunView } from '../../protocol/types.js';
 import type { EndReason, JobState } from '../../protocol/schemas.js';
 import type { ClaimRow, JobRow } from '../db.js';
+import type { RunRow } from './jobs.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -56,4 +57,18 @@ export function toClaimedJob(row: ClaimRow): ClaimedJob {
 function redactEnv(env: Record<string, string>, secret: string[]): Record<string, string> {
   if (secret.length === 0) return env;
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, secret.includes(k) ? '***' : v]));
+}
+
+export function toRunView(row: RunRow): RunView {
+  return {
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    startedAt: iso(row.started_at)!,
+    endedAt: iso(row.ended_at),
+    outcome: row.outcome,
+    endReason: row.end_reason as EndReason | null,
+    exitCode: row.exit_code,
+    signal: row.signal,
+    error: row.error,
+  };
 }

@@ -158,10 +158,23 @@ export async function cancelJob(db: Db, id: number): Promise<JobRow> {
 }
 
 /** Every ended run, plus the one in progress (job_runs gathers them from job_attempts and the job's row). */
-export async function listAttempts(db: Db, jobId: number) {
+export async function listAttempts(db: Db, jobId: number): Promise<RunRow[]> {
   return (
-    await sql`
-    SELECT job_id, attempt, worker_id, started_at, ended_at, outcome, end_reason, exit_code, signal, error
+    await sql<RunRow>`
+    SELECT attempt, worker_id, started_at, ended_at, outcome, end_reason, exit_code, signal, error
     FROM job_runs WHERE job_id = ${jobId} ORDER BY attempt`.execute(db)
   ).rows;
+}
+
+/** A row of the job_runs view (server/sql/job-runs.sql). */
+export interface RunRow {
+  attempt: number;
+  worker_id: string | null;
+  started_at: Date;
+  ended_at: Date | null;
+  outcome: string | null;
+  end_reason: string | null;
+  exit_code: number | null;
+  signal: string | null;
+  error: string | null;
 }

@@ -129,12 +129,12 @@ test('claim, heartbeat, log, release: the happy path, and fencing against a stal
   expect(still).toMatchObject({ state: 'running', exitCode: null, workerId: w2.id });
   // The run in progress is listed with the ended ones, without an outcome yet.
   const during = (
-    await t.client.request<{ attempts: { attempt: number; outcome: string | null; worker_id: string }[] }>(
+    await t.client.request<{ attempts: { attempt: number; outcome: string | null; workerId: string }[] }>(
       'GET',
       `/jobs/${job.id}/attempts`,
     )
   ).attempts;
-  expect(during.map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([
+  expect(during.map((a) => [a.attempt, a.outcome, a.workerId])).toEqual([
     [1, 'lost', w2.id],
     [2, null, w2.id],
   ]);
@@ -164,9 +164,9 @@ test('a failed run retries with backoff, then fails after maxAttempts', async ()
   expect(second.attempt).toBe(2);
   const final = await t.client.release(job.id, { leaseToken: second.leaseToken, outcome: 'failed', exitCode: 3 });
   expect(final).toMatchObject({ state: 'failed', exitCode: 3, attempts: 2 });
-  type Run = { attempt: number; outcome: string; worker_id: string; exit_code: number; ended_at: string | null };
+  type Run = { attempt: number; outcome: string; workerId: string; exitCode: number; endedAt: string | null };
   const runs = (await t.client.request<{ attempts: Run[] }>('GET', `/jobs/${job.id}/attempts`)).attempts;
-  expect(runs.map((r) => [r.attempt, r.outcome, r.worker_id, r.exit_code, r.ended_at !== null])).toEqual([
+  expect(runs.map((r) => [r.attempt, r.outcome, r.workerId, r.exitCode, r.endedAt !== null])).toEqual([
     [1, 'failed', w.id, 1, true],
     [2, 'failed', w.id, 3, true],
   ]);

@@ -57,7 +57,7 @@ async function groupOf(jobId: number): Promise<number> {
 
 const attempts = (id: number) =>
   t.client
-    .request<{ attempts: { outcome: string; end_reason: string; exit_code: number | null }[] }>(
+    .request<{ attempts: { outcome: string; endReason: string; exitCode: number | null }[] }>(
       'GET',
       `/jobs/${id}/attempts`,
     )
@@ -228,7 +228,7 @@ test('restart policy on-failure: restarts until the program succeeds; each run i
     restart: { policy: 'on-failure', maxRestarts: 5, windowSeconds: 60, delaySeconds: 0.05, backoff: 1 },
   });
   expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1 });
-  expect((await attempts(job.id)).map((a) => [a.outcome, a.exit_code])).toEqual([
+  expect((await attempts(job.id)).map((a) => [a.outcome, a.exitCode])).toEqual([
     ['restarted', 1],
     ['restarted', 1],
     ['succeeded', 0],
