@@ -1,5 +1,6 @@
 // Listings for people: jobs, workers, and a job's placement verdicts, as aligned columns. Each command's
 // --json prints the API's answer instead, for scripts.
+import { REQUIRED_FILTERS } from '../placement/index.js';
 import type { JobView, PlacementExplanation, WorkerView } from '../protocol/types.js';
 
 /** Columns padded to their widest cell; the last is left ragged. */
@@ -59,11 +60,15 @@ export function placementTable(p: PlacementExplanation): string {
     v.workerId === p.bestWorkerId ? `${v.workerName} *` : v.workerName,
     v.workerId,
     v.fits ? 'yes' : 'no',
-    v.fits ? (v.total === undefined ? '' : `score ${Math.round(v.total)}`) : `${v.filter}: ${v.reason}`,
+    v.fits ? (v.total === undefined ? '' : `score ${Math.round(v.total)}`) : refusal(v.filter, v.reason),
   ]);
   const best = p.bestWorkerId ? '* the worker ranked first\n' : '';
   return head + columns([['WORKER', 'ID', 'FITS', 'WHY'], ...rows]) + best;
 }
+
+/** A built-in filter's reason says what it checked ("region ord≠mad"); a plugin's is named. */
+const refusal = (filter = '', reason = '') =>
+  filter === 'queue' || REQUIRED_FILTERS.includes(filter) ? reason : `${filter}: ${reason}`;
 
 function commandLine(command: string[]): string {
   const line = command.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`)).join(' ');

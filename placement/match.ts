@@ -7,11 +7,12 @@ export function valueMatches(actual: string | null | undefined, want: string | s
   return typeof want === 'string' ? actual === want : want.includes(actual);
 }
 
-/** "region ord≠mad", "region ord∉{mad,lis}"; null when it matches. */
+/** "region ord≠mad", "region ord∉{mad,lis}", "no region (wants mad)"; null when it matches. */
 export function describeMismatch(subject: string, actual: string | null, want: string | string[]): string | null {
   if (valueMatches(actual, want)) return null;
-  const shown = actual ?? '(none)';
-  return typeof want === 'string' ? `${subject}${shown}≠${want}` : `${subject}${shown}∉{${want.join(',')}}`;
+  if (actual === null)
+    return `no ${subject.trim()} (wants ${typeof want === 'string' ? want : `one of ${want.join(',')}`})`;
+  return typeof want === 'string' ? `${subject}${actual}≠${want}` : `${subject}${actual}∉{${want.join(',')}}`;
 }
 
 function labelOf(labels: Record<string, string>, key: string): string | undefined {

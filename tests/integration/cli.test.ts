@@ -101,7 +101,7 @@ test("workers lists live workers; why shows each one's verdict on a job, and the
   const [summary, header, row] = why.stdout.trimEnd().split('\n');
   expect(summary).toBe(`job ${id} (pending, pull placement): 0/1 workers fit: 1 region mad≠ord`);
   expect(header).toMatch(/^WORKER +ID +FITS +WHY$/);
-  expect(row).toMatch(new RegExp(`^cli-worker +${worker.workerId} +no +region: `));
+  expect(row).toMatch(new RegExp(`^cli-worker +${worker.workerId} +no +region mad≠ord$`));
   const workers = await skipjack('workers');
   expect(workers.stdout.split('\n')[0]).toMatch(
     /^NAME +ID +STATE +REGION +SLOTS +CPU \(m\) +MEMORY \(MB\) +QUEUES +LAST SEEN$/,

@@ -55,6 +55,7 @@ test("a placement table marks the worker ranked first and gives a refusing worke
     verdicts: [
       { workerId: 'w-1', workerName: 'mad-1', fits: true, scores: { spread: 80 }, total: 79.6 },
       { workerId: 'w-2', workerName: 'ord-1', fits: false, filter: 'region', reason: 'region ord≠mad' },
+      { workerId: 'w-3', workerName: 'gpu-1', fits: false, filter: 'gpu-quota', reason: 'quota spent' },
     ],
   });
   expect(out).toBe(
@@ -62,7 +63,8 @@ test("a placement table marks the worker ranked first and gives a refusing worke
       'job 5 (pending, central placement): 1/2 workers fit',
       'WORKER   ID   FITS  WHY',
       'mad-1 *  w-1  yes   score 80',
-      'ord-1    w-2  no    region: region ord≠mad',
+      'ord-1    w-2  no    region ord≠mad',
+      'gpu-1    w-3  no    gpu-quota: quota spent',
       '* the worker ranked first',
       '',
     ].join('\n'),
