@@ -39,7 +39,8 @@ export interface PlacementJob {
   preferences: LabelPreference[];
 }
 
-export type WorkerState = 'active' | 'draining' | 'gone' | 'deregistered';
+/** 'unresponsive' is never stored: an active worker whose heartbeats stopped, as the server shows it. */
+export type WorkerState = 'active' | 'draining' | 'gone' | 'deregistered' | 'unresponsive';
 
 export interface PlacementWorker {
   id: string;

@@ -46,6 +46,17 @@ export interface ClaimedJob {
   leaseToken: string;
   /** The run number: 1 for the first run, counting retries and restarts. */
   attempt: number;
+  /**
+   * At most how long before the answer was sent the lease began (or was last extended), by the
+   * server's clock. Absent from older servers: the worker then dates the lease from its request.
+   */
+  leaseAgeMs?: number;
+}
+
+/** How long the server had a request before answering it (a long-poll's wait included). */
+export interface ServerTime {
+  /** With it, the worker bounds the answer's trip by the round trip less this (worker/lease-clock.ts). */
+  serverMs?: number;
 }
 
 export interface WorkerView {
@@ -57,7 +68,8 @@ export interface WorkerView {
   capacity: { cpu: number; memoryMb: number; diskMb: number; slots: number };
   allocated: { cpu: number; memoryMb: number; diskMb: number; slots: number };
   queues: string[];
-  state: 'active' | 'draining' | 'gone' | 'deregistered';
+  /** unresponsive: active, but no heartbeat for a couple of intervals (killed, paused or cut off). */
+  state: 'active' | 'draining' | 'gone' | 'deregistered' | 'unresponsive';
   lastSeenAt: string;
   registeredAt: string;
 }
@@ -84,6 +96,9 @@ export interface WorkerHeartbeatResponse {
    * that a worker of any version stops those jobs and stops.
    */
   deregistered?: true;
+  /** At most how long before the answer was sent the named leases were extended; see ClaimedJob. */
+  leaseAgeMs?: number;
+  serverMs?: number;
 }
 
 export interface ApiError {

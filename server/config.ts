@@ -11,6 +11,8 @@ export interface ServerConfig {
   reaperIntervalMs: number;
   /** A worker silent this long is marked gone and stops counting as capacity. */
   workerGoneAfterMs: number;
+  /** An active worker silent this long (two and a half heartbeat intervals) shows as unresponsive and fits no job in `why`. */
+  workerUnresponsiveMs: number;
   /** Longest long-poll a claimer may ask for. */
   maxWaitMs: number;
   logLevel: string;
@@ -40,6 +42,7 @@ export function configFromEnv(
     leaseTtlMs,
     reaperIntervalMs: num(env.SKIPJACK_REAPER_INTERVAL_MS, 5_000),
     workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),
+    workerUnresponsiveMs: num(env.SKIPJACK_WORKER_UNRESPONSIVE_MS, Math.round((leaseTtlMs * 5) / 6)),
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     retentionMs: num(env.SKIPJACK_RETENTION_HOURS, 7 * 24) * 3_600_000,

@@ -4,19 +4,19 @@ import type { PlacementExplanation } from '../../protocol/types.js';
 import type { Db, JobRow } from '../db.js';
 import { toPlacementJob } from './rows.js';
 import type { PlacementSettings } from './settings.js';
-import { liveWorkers, type KnownWorkers } from './workers.js';
+import { workersToExplain, type KnownWorkers } from './workers.js';
 
 /** What an explanation reads, of the server's context (AppContext has it all). */
 export interface ExplainContext {
   db: Db;
-  config: { workerGoneAfterMs: number };
+  config: { workerGoneAfterMs: number; workerUnresponsiveMs: number };
   placement: PlacementSettings;
   knownWorkers: KnownWorkers;
 }
 
 /** The job run through its queue's pipeline against the live workers, as of now. */
 async function placeNow(ctx: ExplainContext, job: JobRow) {
-  const workers = await liveWorkers(ctx.db, ctx.config.workerGoneAfterMs);
+  const workers = await workersToExplain(ctx.db, ctx.config.workerGoneAfterMs, ctx.config.workerUnresponsiveMs);
   return {
     workers,
     result: place(toPlacementJob(job), workers, { ...ctx.placement.configFor(job.queue), ctx: { now: Date.now() } }),

@@ -19,8 +19,8 @@ export async function allocations(db: Db, workerIds: string[]): Promise<Map<stri
   );
 }
 
-/** Workers heard from within `windowMs`: live ones, and ones that may be restarting. */
-export async function workersSeenWithin(db: Db, windowMs: number): Promise<PlacementWorker[]> {
+/** Workers heard from within `windowMs`: live ones, and ones that may be restarting (unresponsive past `unresponsiveMs`). */
+export async function workersSeenWithin(db: Db, windowMs: number, unresponsiveMs?: number): Promise<PlacementWorker[]> {
   const rows = (
     await sql<WorkerRow>`
     SELECT * FROM workers WHERE last_seen_at > now() - ${windowMs} * interval '1 millisecond'
@@ -30,7 +30,7 @@ export async function workersSeenWithin(db: Db, windowMs: number): Promise<Place
     db,
     rows.map((r) => r.id),
   );
-  return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
+  return rows.map((r) => toPlacementWorker(r, alloc.get(r.id), unresponsiveMs));
 }
 
 /**
@@ -75,4 +75,14 @@ export class KnownWorkers {
 export async function liveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWorker[]> {
   const seen = await workersSeenWithin(db, goneAfterMs);
   return seen.filter((w) => w.state === 'active');
+}
+
+/** The workers `why` reasons about: the live ones, those gone silent among them marked unresponsive (they fit nothing). */
+export async function workersToExplain(
+  db: Db,
+  goneAfterMs: number,
+  unresponsiveMs: number,
+): Promise<PlacementWorker[]> {
+  const seen = await workersSeenWithin(db, goneAfterMs, unresponsiveMs);
+  return seen.filter((w) => w.state === 'active' || w.state === 'unresponsive');
 }

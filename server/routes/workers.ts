@@ -43,13 +43,13 @@ export function workerRoutes(ctx: AppContext): Router {
   });
 
   r.get('/workers', async (_req, res) => {
-    res.json({ workers: await listWorkers(ctx.db) });
+    res.json({ workers: await listWorkers(ctx.db, ctx.config.workerUnresponsiveMs) });
   });
 
   r.get('/workers/:id', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
     const w = await getWorker(ctx.db, id);
-    res.json(toWorkerView(w, (await allocations(ctx.db, [id])).get(id)));
+    res.json(toWorkerView(w, (await allocations(ctx.db, [id])).get(id), ctx.config.workerUnresponsiveMs));
   });
 
   r.post('/workers/:id/heartbeat', async (req, res) => {

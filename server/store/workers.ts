@@ -5,7 +5,7 @@ import type { registerWorkerSchema } from '../../protocol/schemas.js';
 import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.js';
 import { claimColumns, type ClaimRow, type Database, type Db, type WorkerRow } from '../db.js';
 import { allocations } from '../placement/workers.js';
-import type { Allocation } from '../placement/rows.js';
+import { shownState, type Allocation } from '../placement/rows.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { HttpError, notFound } from '../errors.js';
 
@@ -174,7 +174,7 @@ export async function heldJobs(db: Db, workerId: string): Promise<ClaimRow[]> {
     .execute()) as ClaimRow[];
 }
 
-export async function listWorkers(db: Db, includeGone = false): Promise<WorkerView[]> {
+export async function listWorkers(db: Db, unresponsiveMs: number, includeGone = false): Promise<WorkerView[]> {
   let q = db.selectFrom('workers').selectAll().orderBy('registered_at');
   if (!includeGone) q = q.where('state', 'not in', ['gone', 'deregistered']);
   const rows = (await q.execute()) as WorkerRow[];
@@ -182,10 +182,10 @@ export async function listWorkers(db: Db, includeGone = false): Promise<WorkerVi
     db,
     rows.map((r) => r.id),
   );
-  return rows.map((r) => toWorkerView(r, alloc.get(r.id)));
+  return rows.map((r) => toWorkerView(r, alloc.get(r.id), unresponsiveMs));
 }
 
-export function toWorkerView(r: WorkerRow, alloc?: Allocation): WorkerView {
+export function toWorkerView(r: WorkerRow, alloc?: Allocation, unresponsiveMs?: number): WorkerView {
   return {
     id: r.id,
     name: r.name,
@@ -195,7 +195,7 @@ export function toWorkerView(r: WorkerRow, alloc?: Allocation): WorkerView {
     capacity: { cpu: r.cpu, memoryMb: r.memory_mb, diskMb: r.disk_mb, slots: r.slots },
     allocated: alloc ?? { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 },
     queues: r.queues,
-    state: r.state,
+    state: shownState(r, unresponsiveMs),
     lastSeenAt: new Date(r.last_seen_at).toISOString(),
     registeredAt: new Date(r.registered_at).toISOString(),
   };
