@@ -9,6 +9,7 @@ import type {
   PlacementExplanation,
   RegisterResponse,
   WorkerHeartbeatResponse,
+  ServerTime,
   WorkerView,
 } from './types.js';
 
@@ -191,7 +192,7 @@ export class SkipjackClient {
     return this.request('POST', `/workers/${workerId}/drain`);
   }
   /** The jobs the server says this worker holds leases on, as a claim answers with them. */
-  heldJobs(workerId: string, workerKey?: string): Promise<{ jobs: ClaimedJob[] }> {
+  heldJobs(workerId: string, workerKey?: string): Promise<{ jobs: ClaimedJob[] } & ServerTime> {
     return this.request(
       'GET',
       `/workers/${workerId}/leases`,
@@ -243,7 +244,7 @@ export class SkipjackClient {
     waitMs = 0,
     signal?: AbortSignal,
     releases?: ReleaseItem[],
-  ): Promise<{ jobs: ClaimedJob[]; releases?: ReleaseResult[] }> {
+  ): Promise<{ jobs: ClaimedJob[]; releases?: ReleaseResult[] } & ServerTime> {
     return this.request(
       'POST',
       '/claims',

@@ -5,6 +5,7 @@ import { MAX_BATCH } from '../protocol/schemas.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import { Backoff, sleep } from './backoff.js';
 import type { ReleaseBatcher } from './release-batcher.js';
+import { leaseExtendedAt } from './lease-clock.js';
 import { isUnknownWorker, type Registration } from './registration.js';
 import type { RunningJobs } from './running-jobs.js';
 
@@ -81,12 +82,19 @@ export class ClaimLoop {
       try {
         const waitMs = carried.items.length ? 0 : (this.deps.pollWaitMs ?? 30_000);
         const answer = await client.claim(claimedAs, free, waitMs, signal, carried.items);
+        const receivedAt = Date.now();
         carried.settle(answer.releases);
         const { jobs: claimed } = answer;
         backoff.reset();
         // A claim that was in flight when the drain began: hand those jobs straight back.
         if (this.draining) await this.requeue(claimed);
-        else for (const job of claimed) jobs.start(job, sentAt);
+        // Dated from what the server says, not from the send: a long-poll may wait 30 s first.
+        else
+          for (const job of claimed)
+            jobs.start(
+              job,
+              leaseExtendedAt(sentAt, receivedAt, { serverMs: answer.serverMs, leaseAgeMs: job.leaseAgeMs }),
+            );
       } catch (err) {
         carried.giveBack();
         if (this.draining) break;
@@ -144,8 +152,14 @@ export class ClaimLoop {
   private async adoptLostClaim(claimSentAt: number): Promise<void> {
     const { client, jobs, worker } = this.deps;
     let held: ClaimedJob[];
+    const sentAt = Date.now();
+    let dated: (job: ClaimedJob) => number;
     try {
-      held = (await client.heldJobs(worker.id, worker.key)).jobs;
+      const answer = await client.heldJobs(worker.id, worker.key);
+      const receivedAt = Date.now();
+      held = answer.jobs;
+      dated = (job) =>
+        leaseExtendedAt(sentAt, receivedAt, { serverMs: answer.serverMs, leaseAgeMs: job.leaseAgeMs }, claimSentAt);
     } catch {
       return; // the server is away: as before, their leases expire and the jobs run again
     }
@@ -158,7 +172,7 @@ export class ClaimLoop {
       { jobIds: lost.map((j) => j.id) },
       "a claim's answer was lost on its way; running the jobs the server took for it",
     );
-    for (const job of lost) jobs.start(job, claimSentAt);
+    for (const job of lost) jobs.start(job, dated(job));
   }
 
   /**

@@ -4,6 +4,7 @@
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
 import { eitherAborts } from './abort.js';
 import { sleep } from './backoff.js';
+import { leaseExtendedAt } from './lease-clock.js';
 import type { ReleaseBatcher } from './release-batcher.js';
 import { isUnknownWorker, type Registration } from './registration.js';
 import type { RunningJobs } from './running-jobs.js';
@@ -98,6 +99,7 @@ export class HeartbeatLoop {
         worker.heartbeatWaits = false;
         return client.workerHeartbeat(sentAs, leases);
       });
+      const extendedAt = leaseExtendedAt(sentAt, Date.now(), answer);
       if (answer.deregistered) return this.deps.deregistered();
       for (const id of answer.cancel) {
         const run = jobs.heldRun(id);
@@ -109,7 +111,7 @@ export class HeartbeatLoop {
       for (const id of answer.lost) {
         jobs.heldRun(id)?.onLeaseLost();
       }
-      for (const run of runs) if (!run.leaseLost) run.leaseExtendedAt = sentAt;
+      for (const run of runs) if (!run.leaseLost) run.leaseExtendedAt = Math.max(run.leaseExtendedAt, extendedAt);
       if (answer.drain && !this.deps.stopClaiming.aborted) {
         worker.log.info('server asked this worker to drain');
         this.deps.drain();

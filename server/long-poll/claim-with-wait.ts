@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import type { ClaimRow, Db } from '../db.js';
 import type { PlacementSettings } from '../placement/settings.js';
 import { claimJobs } from '../store/claims.js';
+import { leaseClock, markLeases } from '../store/lease-age.js';
 import { abortOnHangUpOrStop } from './hang-up-or-stop.js';
 import type { IdleClaims } from './idle-claims.js';
 import type { NotifyHub } from './notify-hub.js';
@@ -45,10 +46,11 @@ export async function claimWithWait(
       const seq = ctx.hub.jobsSeq;
       let contended = false;
       if (!ctx.idleClaims.nothingNew(workerId, seq, max)) {
+        const before = leaseClock();
         const claimed = await claimJobs(ctx.db, ctx.placement, workerId, { max, leaseTtlMs: ctx.config.leaseTtlMs });
         if (claimed.jobs.length > 0) {
           ctx.idleClaims.forget(workerId);
-          return claimed.jobs;
+          return markLeases(claimed.jobs, before);
         }
         contended = claimed.contended;
         if (contended) ctx.idleClaims.forget(workerId);

@@ -2,6 +2,7 @@
 // one: the insert and that worker's claim commit together. On its way to a worker that waits for
 // it, the job then waits neither for the NOTIFY nor for a second transaction and its WAL flush.
 import type { ClaimRow } from '../db.js';
+import { leaseClock, markLeases } from '../store/lease-age.js';
 
 /** The reason a taken claim's long-poll is woken with: abort() alone would build a DOMException, stack and all. */
 const TAKEN = 'taken by an enqueue';
@@ -24,7 +25,9 @@ export class SleepingClaim {
   /** Marks the claim taken; the caller must settle it with `deliver`. */
   take(): (jobs: ClaimRow[]) => void {
     let deliver!: (jobs: ClaimRow[]) => void;
-    this.handed = new Promise((resolve) => (deliver = resolve));
+    // Taken before the enqueue's statement is sent: its leases are younger than this.
+    const before = leaseClock();
+    this.handed = new Promise((resolve) => (deliver = (jobs) => resolve(markLeases(jobs, before))));
     this.waking.abort(TAKEN);
     return deliver;
   }

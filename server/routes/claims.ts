@@ -9,7 +9,8 @@ import { unknownWorker } from '../errors.js';
 import { claimWithWait } from '../long-poll/claim-with-wait.js';
 import { answerReleases, release } from '../releases.js';
 import { availableJobs, claimOne, claimsInOneStatement, releaseAndClaim } from '../store/claims.js';
-import { toClaimedJob, toJobView } from '../store/job-view.js';
+import { toClaimAnswer, toClaimedJob, toJobView } from '../store/job-view.js';
+import { leaseClock, markLeases } from '../store/lease-age.js';
 import type { ReleaseRequest } from '../store/leases.js';
 import { idParam, parse } from '../validate.js';
 
@@ -28,12 +29,14 @@ export function claimRoutes(ctx: AppContext): Router {
   r.post('/jobs/:id/claim', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
     const { workerId } = parse(claimOneSchema, req.body, 'body');
-    const job = await claimOne(ctx.db, ctx.placement, workerId, id, ttl());
+    const before = leaseClock();
+    const job = markLeases([await claimOne(ctx.db, ctx.placement, workerId, id, ttl())], before)[0];
     logClaims(ctx, workerId, [job]);
     res.json(toClaimedJob(job));
   });
 
   r.post('/claims', async (req, res) => {
+    const arrivedAt = leaseClock();
     const c = parse(claimSchema, req.body, 'body');
     const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
     ctx.waitingPolls.supersede(c.workerId);
@@ -50,7 +53,7 @@ export function claimRoutes(ctx: AppContext): Router {
       return void res.json({ jobs: [], ...releases });
     }
     logClaims(ctx, c.workerId, jobs);
-    res.json({ jobs: jobs.map(toClaimedJob), ...releases });
+    res.json({ ...toClaimAnswer(jobs, arrivedAt), ...releases });
   });
 
   return r;
@@ -71,7 +74,9 @@ async function releaseThenLongPoll(ctx: AppContext, c: z.output<typeof claimSche
 
 async function releaseAndClaimNow(ctx: AppContext, workerId: string, releases: ReleaseRequest[], max: number) {
   const seq = ctx.hub.jobsSeq;
+  const before = leaseClock();
   const out = await releaseAndClaim(ctx.db, workerId, releases, { max, leaseTtlMs: ctx.config.leaseTtlMs });
+  markLeases(out.claimed, before);
   const released = answerReleases(ctx, releases, out.released);
   if (!out.workerKnown) throw unknownWorker(workerId);
   if (out.claimed.length === 0) ctx.idleClaims.remember(workerId, seq, max);

@@ -6,7 +6,8 @@ import type { RegisterResponse } from '../../protocol/types.js';
 import type { AppContext } from '../context.js';
 import { listenForCancelOrDrain } from '../long-poll/cancel-or-drain.js';
 import { allocations } from '../placement/workers.js';
-import { toClaimedJob } from '../store/job-view.js';
+import { toClaimAnswer } from '../store/job-view.js';
+import { heldMs, leaseClock } from '../store/lease-age.js';
 import {
   cancelsAndDrain,
   deregisteredAnswer,
@@ -54,10 +55,13 @@ export function workerRoutes(ctx: AppContext): Router {
 
   r.post('/workers/:id/heartbeat', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
+    const arrivedAt = leaseClock();
     const { leases, waitMs } = parse(workerHeartbeatSchema, req.body, 'body');
     // Listening from the start: a cancel made while the heartbeat waits for its batch counts too.
     const news = waitMs > 0 ? listenForCancelOrDrain(ctx, id, res) : null;
     try {
+      // The leases are extended after this, in the batch's statement.
+      const submitted = leaseClock();
       const answer = await ctx.heartbeats.submit({ workerId: id, leases });
       if (!answer) throw unknownWorker(id);
       if (answer.deregistered)
@@ -66,11 +70,15 @@ export function workerRoutes(ctx: AppContext): Router {
         for (const jobId of answer.lost)
           ctx.log.warn({ jobId, workerId: id }, 'heartbeat for a lease the worker no longer holds');
       const nothingToSay = answer.cancel.length === 0 && !answer.drain;
+      // Read together when answering: the worker dates the extension from both (lease-clock.ts).
+      // A deregistered worker's answer extends nothing: it says so alone.
+      const clock = () =>
+        answer.deregistered ? {} : { leaseAgeMs: heldMs(submitted) + 1, serverMs: heldMs(arrivedAt) };
       if (!news || !nothingToSay || !(await news.wait(Math.min(waitMs, ctx.config.maxWaitMs))))
-        return void res.json(answer);
+        return void res.json({ ...answer, ...clock() });
       // Woken by a cancel, a drain or a deregistration: say which.
       const { deregistered, ...said } = await cancelsAndDrain(ctx.db, id);
-      res.json(deregistered ? deregisteredAnswer(leases) : { ...said, lost: answer.lost });
+      res.json(deregistered ? deregisteredAnswer(leases) : { ...said, lost: answer.lost, ...clock() });
     } finally {
       news?.stop();
     }
@@ -113,7 +121,8 @@ export function workerRoutes(ctx: AppContext): Router {
   r.get('/workers/:id/leases', async (req, res) => {
     const { id } = parse(workerParam, req.params, 'params');
     await mustActForWorker(ctx, req, res, id, 'reads the leases of');
-    res.json({ jobs: (await heldJobs(ctx.db, id)).map(toClaimedJob) });
+    const arrivedAt = leaseClock();
+    res.json(toClaimAnswer(await heldJobs(ctx.db, id, ttl()), arrivedAt));
   });
 
   return r;

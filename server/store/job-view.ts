@@ -1,8 +1,10 @@
 // Row → wire shape.
+import { performance } from 'node:perf_hooks';
 import type { ClaimedJob, JobView, RunView } from '../../protocol/types.js';
 import type { EndReason, JobState } from '../../protocol/schemas.js';
 import type { ClaimRow, JobRow } from '../db.js';
 import type { RunRow } from './jobs.js';
+import { heldMs, leaseAgeMs } from './lease-age.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -35,8 +37,18 @@ export function toJobView(row: JobRow): JobView {
   };
 }
 
+/**
+ * A claim's answer: its jobs, each with its lease's age, and how long the server had the request
+ * (`arrivedAt`, leaseClock()). Both are read at the same moment, which the worker needs.
+ */
+export function toClaimAnswer(rows: ClaimRow[], arrivedAt: number): { jobs: ClaimedJob[]; serverMs: number } {
+  const now = performance.now();
+  return { jobs: rows.map((row) => toClaimedJob(row, now)), serverMs: heldMs(arrivedAt, now) };
+}
+
 /** The claimant gets what it needs to run the job, secrets included; nobody else sees them. */
-export function toClaimedJob(row: ClaimRow): ClaimedJob {
+export function toClaimedJob(row: ClaimRow, now = performance.now()): ClaimedJob {
+  const age = leaseAgeMs(row, now);
   return {
     id: row.id,
     queue: row.queue,
@@ -51,6 +63,7 @@ export function toClaimedJob(row: ClaimRow): ClaimedJob {
     restart: row.restart,
     leaseToken: row.lease_token!,
     attempt: row.runs,
+    ...(age === undefined ? {} : { leaseAgeMs: age }),
   };
 }
 

@@ -6,6 +6,7 @@ import type { WorkerHeartbeatResponse, WorkerView } from '../../protocol/types.j
 import { claimColumns, type ClaimRow, type Database, type Db, type WorkerRow } from '../db.js';
 import { allocations } from '../placement/workers.js';
 import { shownState, type Allocation } from '../placement/rows.js';
+import { leaseClock, markLeases } from './lease-age.js';
 import { reapWorkerLeases, type ReapedJob } from './reaper.js';
 import { HttpError, notFound } from '../errors.js';
 
@@ -163,15 +164,23 @@ export async function getWorker(db: Db | Transaction<Database>, workerId: string
   return row as WorkerRow;
 }
 
-/** The jobs a worker holds a lease on, as a claim answers with them. */
-export async function heldJobs(db: Db, workerId: string): Promise<ClaimRow[]> {
-  return (await db
+/**
+ * The jobs a worker holds a lease on, as a claim answers with them. Each lease's age is the
+ * database's (its clock against the lease's expiry), marked as a claim's is (lease-age.ts).
+ */
+export async function heldJobs(db: Db, workerId: string, leaseTtlMs: number): Promise<ClaimRow[]> {
+  const before = leaseClock();
+  const rows = (await db
     .selectFrom('jobs')
     .select(claimColumns)
+    .select(
+      sql<number>`${leaseTtlMs}::float8 - extract(epoch FROM lease_expires_at - clock_timestamp()) * 1000`.as('age_ms'),
+    )
     .where('worker_id', '=', workerId)
     .where('state', '=', 'running')
     .orderBy('id')
-    .execute()) as ClaimRow[];
+    .execute()) as (ClaimRow & { age_ms: number })[];
+  return rows.map(({ age_ms, ...row }) => markLeases([row], before - Math.max(0, Number(age_ms)))[0]);
 }
 
 export async function listWorkers(db: Db, unresponsiveMs: number, includeGone = false): Promise<WorkerView[]> {

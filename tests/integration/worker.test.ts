@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../../server/main.js';
+import { startProxy } from '../support/proxy.js';
 import { quietLog, until, type TestServer } from '../support/server.js';
 import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
 import type { JobView } from '../../protocol/types.js';
@@ -157,6 +158,33 @@ test('running jobs survive a server restart and are released correctly after it'
   } finally {
     await Promise.all(workers.splice(0).map((w) => w.shutdown()));
     await second.close();
+  }
+});
+
+test('a short server restart while a job runs that a long-poll got late in its wait stops nothing: the job succeeds in one attempt', async () => {
+  // Issue #28 scaled down tenfold: a 3 s lease (30 s), a poll that had waited 2.5 s when the job
+  // came (up to 30 s), a restart of 0.5 s (5 s). Dated from the poll's send, the lease would seem
+  // to end 0.5 s after the job began, and the job would be stopped as lost.
+  const first = await startServer({ ...t.config, port: 0, leaseTtlMs: 3000 }, quietLog);
+  const port = first.port;
+  // From just before the job comes, no heartbeat gets through until the server is back: else one
+  // sent in the moment before the restart would date the lease anew, with or without the fix.
+  let away = false;
+  const proxy = await startProxy(first.url, (url) => (away && !url.startsWith('/claims') ? 'reset' : undefined));
+  const w = await startWorker('late-poll', proxy.url, { pollWaitMs: 10_000 });
+  await new Promise((r) => setTimeout(r, 2500));
+  away = true;
+  const job = await t.client.enqueue({ command: ['sleep', '3'], queue: 'late-poll', maxAttempts: 1 });
+  await until('job running on the worker', async () => w.runningJobIds.length === 1, 10_000);
+  await first.close();
+  await new Promise((r) => setTimeout(r, 500));
+  const second = await startServer({ ...t.config, port, leaseTtlMs: 3000 }, quietLog);
+  away = false;
+  try {
+    expect(await finished(job.id)).toMatchObject({ state: 'succeeded', exitCode: 0, attempts: 1 });
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.shutdown()));
+    await Promise.all([second.close(), proxy.close()]);
   }
 });
 
