@@ -258,15 +258,30 @@ program
 
 program
   .command('simulate')
-  .description('simulate a workload under pull and central placement, with the same plugins as the server')
-  .requiredOption('--workload <file>', 'workload JSON (see sim/examples/regions.json)')
-  .addOption(
-    new Option('--mode <mode>', 'which placement to simulate').choices(['pull', 'central', 'both']).default('both'),
+  .description(
+    "simulate a workload under pull, central, auction (Diego) and p2c (Sparrow) placement, with the server's filters and rankers",
   )
-  .option('--json', 'print the results as JSON')
-  .action(async (o: { workload: string; mode: 'pull' | 'central' | 'both'; json?: boolean }) => {
-    const { runSimulation } = await import('./simulate.js');
-    process.exitCode = runSimulation(o.workload, o.mode === 'both' ? ['pull', 'central'] : [o.mode], !!o.json);
+  .requiredOption(
+    '--workload <preset|file>',
+    'a preset (mm-c, regions, mixed, diurnal) or a workload JSON (see sim/examples/)',
+  )
+  .option('--models <list>', 'comma-separated: pull,central,auction,p2c', 'pull,central,auction,p2c')
+  .option('--workers <n>', 'presets: how many workers', int)
+  .option('--jobs <n>', 'how many arrivals', int)
+  .option('--rate <r>', 'mm-c: arrivals per second; other presets: a load multiplier', parseFloat)
+  .option('--mean-service <s>', 'presets: mean run time in seconds', parseFloat)
+  .option('--seed <n>', 'the random seed (same seed, same result)', int)
+  .option('--claim-seconds <s>', 'mm-c: the claim round trip (default 0)', parseFloat)
+  .option('--wake-seconds <s>', 'mm-c: the long-poll wake-up (default 0)', parseFloat)
+  .option('--json', 'print one JSON object, each model under its name (e.g. pull.meanWaitSeconds)')
+  .option('--mode <mode>', 'old spelling of --models: pull, central or both')
+  .action(async (o: Record<string, unknown> & { workload: string; models: string; mode?: string }) => {
+    const { runSimulation, MODELS } = await import('./simulate.js');
+    const list = o.mode ? (o.mode === 'both' ? 'pull,central' : o.mode) : o.models;
+    const models = list.split(',').map((m) => m.trim());
+    const unknown = models.filter((m) => !(MODELS as readonly string[]).includes(m));
+    if (unknown.length) fail(`unknown model ${unknown.join(', ')} (known: ${MODELS.join(', ')})`);
+    process.exitCode = runSimulation({ ...o, models: models as (typeof MODELS)[number][] });
   });
 
 function fail(message: string): never {

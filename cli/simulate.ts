@@ -1,40 +1,131 @@
-// `skipjack simulate`: one workload, placed by pull and by central scheduling, side by side.
+// `skipjack simulate`: one workload through each placement model, side by side, with a verdict.
 import { readFileSync } from 'node:fs';
-import { simulate, type Mode, type SimResult } from '../sim/simulate.js';
-import { workloadSchema } from '../sim/workload.js';
+import { dirname } from 'node:path';
+import { PRESETS, preset, type PresetOptions } from '../sim/presets.js';
+import { loadTrace, MODELS, simulate, type ModelName, type SimResult } from '../sim/simulate.js';
+import { workloadSchema, type Workload } from '../sim/workload.js';
 
-export function runSimulation(file: string, modes: Mode[], json: boolean): number {
-  const parsed = workloadSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+export interface SimulateOptions extends PresetOptions {
+  workload: string;
+  models: ModelName[];
+  json?: boolean;
+}
+
+function load(o: SimulateOptions): Workload {
+  if (Object.hasOwn(PRESETS, o.workload)) return preset(o.workload, o);
+  const parsed = workloadSchema.safeParse(JSON.parse(readFileSync(o.workload, 'utf8')));
   if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    process.stderr.write(`${file}: ${i.path.join('.') || '(top)'}: ${i.message}\n`);
+    const i = parsed.error.issues[0]!;
+    throw new Error(`${o.workload}: ${i.path.join('.') || '(top)'}: ${i.message}`);
+  }
+  const w = parsed.data;
+  return { ...w, seed: o.seed ?? w.seed, maxJobs: o.jobs ?? w.maxJobs };
+}
+
+export function runSimulation(o: SimulateOptions): number {
+  let w: Workload;
+  try {
+    w = load(o);
+  } catch (err) {
+    process.stderr.write(`skipjack simulate: ${(err as Error).message}\n`);
     return 2;
   }
-  const results = modes.map((m) => simulate(parsed.data, m));
-  process.stdout.write(json ? JSON.stringify(results, null, 2) + '\n' : table(results));
+  const baseDir = Object.hasOwn(PRESETS, o.workload) ? '.' : dirname(o.workload);
+  const trace = loadTrace(w, baseDir);
+  const results = o.models.map((m) => {
+    const started = performance.now();
+    let shown = 0;
+    const r = simulate(w, m, {
+      trace,
+      progress: (f) => {
+        if (performance.now() - started < 2000 || f - shown < 0.1) return;
+        shown = f;
+        process.stderr.write(`${m}: ${Math.round(f * 100)}% of arrivals simulated\n`);
+      },
+    });
+    return r;
+  });
+  if (o.json) {
+    process.stdout.write(JSON.stringify(Object.fromEntries(results.map((r) => [r.model, r])), null, 2) + '\n');
+  } else process.stdout.write(table(results) + '\n' + verdict(results));
   return results.some((r) => r.violations.constraint + r.violations.capacity > 0) ? 1 : 0;
 }
 
-function table(results: SimResult[]): string {
-  const rows: [string, (r: SimResult) => string | number][] = [
-    ['jobs', (r) => r.jobs],
-    ['completed', (r) => r.completed],
-    ['unplaceable (refused at enqueue)', (r) => r.unplaceable.count],
-    ['still waiting at the end', (r) => r.stillWaiting],
-    ['wait p50 (s)', (r) => r.waitSeconds.p50],
-    ['wait p95 (s)', (r) => r.waitSeconds.p95],
-    ['wait p99 (s)', (r) => r.waitSeconds.p99],
-    ['wait max (s)', (r) => r.waitSeconds.max],
-    ['cpu utilization', (r) => r.cpuUtilization],
-    ['cpu imbalance (sd across workers)', (r) => r.cpuImbalance],
-    ['constraint violations', (r) => r.violations.constraint],
-    ['capacity violations', (r) => r.violations.capacity],
+type Row = [label: string, value: (r: SimResult) => number | string, meaning: string];
+
+const ROWS: Row[] = [
+  ['jobs', (r) => r.jobs, 'arrivals'],
+  ['completed', (r) => r.completed, 'ran to the end'],
+  ['unplaceable', (r) => r.unplaceable.count, 'refused at enqueue: no live worker could ever run them'],
+  ['still waiting', (r) => r.stillWaiting, 'pending when the run stopped'],
+  ['lost and requeued', (r) => r.lost, "runs on failed workers, requeued at the reaper's pass"],
+  ['wait mean (s)', (r) => r.wait.mean, 'arrival (or requeue) to start'],
+  ['wait p50 / p95 (s)', (r) => `${r.wait.p50} / ${r.wait.p95}`, ''],
+  ['wait p99 / max (s)', (r) => `${r.wait.p99} / ${r.wait.max}`, ''],
+  ['placement latency mean (s)', (r) => r.placementLatency.mean, 'arrival to the decision (before wake-up and claim)'],
+  ['throughput (jobs/s)', (r) => r.throughputPerSecond, 'completed / time of the last completion'],
+  [
+    'utilization cpu / mem / slots',
+    (r) => `${r.utilization.cpu} / ${r.utilization.memoryMb} / ${r.utilization.slots}`,
+    'time-averaged share in use',
+  ],
+  ['stranded capacity', (r) => r.strandedShare, 'share of slots free on workers no waiting job fits'],
+  ['distribution score', (r) => r.distributionScore, "Diego's sd/mean of memory in use per worker: lower is more even"],
+  [
+    'db statements / job',
+    (r) => r.dbStatementsPerJob,
+    'modeled: enqueue, claims (empty too), passes, assigns, heartbeats, release',
+  ],
+  ['constraint violations', (r) => r.violations.constraint, 'must be 0'],
+  ['capacity violations', (r) => r.violations.capacity, 'must be 0'],
+];
+
+export function table(results: SimResult[]): string {
+  const classes = [...new Set(results.flatMap((r) => Object.keys(r.waitByClass)))];
+  const rows: [string, string[], string][] = ROWS.map(([l, f, m]) => [l, results.map((r) => String(f(r))), m]);
+  for (const c of classes) {
+    const cell = (r: SimResult) => {
+      const d = r.waitByClass[c];
+      return d ? `${d.mean} / ${d.p99}` : '-';
+    };
+    rows.push([`  ${c}: wait mean / p99 (s)`, results.map(cell), '']);
+  }
+  const width = Math.max(...rows.map(([l]) => l.length));
+  const cols = results.map((r, i) => Math.max(r.model.length, ...rows.map(([, v]) => v[i]!.length)));
+  const line = (l: string, v: string[], m: string) =>
+    `${l.padEnd(width)}  ${v.map((x, i) => x.padStart(cols[i]!)).join('  ')}${m ? `  ${m}` : ''}`;
+  const out = [
+    line(
+      '',
+      results.map((r) => r.model),
+      '',
+    ),
+    ...rows.map(([l, v, m]) => line(l, v, m)),
   ];
-  const width = Math.max(...rows.map(([label]) => label.length));
-  const lines = [`${''.padEnd(width)}  ${results.map((r) => r.mode.padStart(10)).join('  ')}`];
-  for (const [label, f] of rows)
-    lines.push(`${label.padEnd(width)}  ${results.map((r) => String(f(r)).padStart(10)).join('  ')}`);
-  const reasons = Object.entries(results[0]?.unplaceable.reasons ?? {});
-  if (reasons.length) lines.push('', 'refused, by job class:', ...reasons.map(([c, why]) => `  ${c}: ${why}`));
-  return lines.join('\n') + '\n';
+  const reasons = Object.entries(results[0]?.unplaceable.byClass ?? {});
+  if (reasons.length)
+    out.push('', 'unplaceable, by job class:', ...reasons.map(([c, x]) => `  ${c} (${x.count}): ${x.reason}`));
+  return out.join('\n') + '\n';
 }
+
+/** Who wins each headline metric, and by how much against the runner-up. */
+export function verdict(results: SimResult[]): string {
+  if (results.length < 2) return '';
+  const metrics: [string, (r: SimResult) => number][] = [
+    ['mean wait', (r) => r.wait.mean],
+    ['p99 wait', (r) => r.wait.p99],
+    ['stranded capacity', (r) => r.strandedShare],
+    ['distribution score', (r) => r.distributionScore],
+    ['db statements per job', (r) => r.dbStatementsPerJob],
+  ];
+  const lines = metrics.map(([name, f]) => {
+    const sorted = [...results].sort((a, b) => f(a) - f(b));
+    const [best, next] = [sorted[0]!, sorted[1]!];
+    if (f(best) === f(next)) return `- ${name}: a tie (${f(best)})`;
+    const by = f(next) > 0 ? `${Math.round((1 - f(best) / f(next)) * 100)}% lower` : 'lower';
+    return `- ${name}: ${best.model} wins, ${f(best)} against ${next.model}'s ${f(next)} (${by})`;
+  });
+  return `verdict (lower is better on each):\n${lines.join('\n')}\n`;
+}
+
+export { MODELS };
