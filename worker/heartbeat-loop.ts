@@ -150,7 +150,12 @@ export class HeartbeatLoop {
         { jobId, leaseTtlMs: worker.leaseTtlMs },
         'no heartbeat got through for the lease TTL; its lease is gone, stopping the job',
       );
-      run.onLeaseLost();
+      // Killed before the lease ends, its grace cut short if need be: the margin covers a late timer.
+      const margin = Math.min(LEASE_END_MARGIN_MS, worker.leaseTtlMs / 10);
+      run.onLeaseLost(run.leaseExtendedAt + worker.leaseTtlMs - margin);
     }
   }
 }
+
+/** How long before a lease runs out a job stopped for it is SIGKILLed, at most (a tenth of the TTL if less). */
+const LEASE_END_MARGIN_MS = 1000;

@@ -94,10 +94,31 @@ export class JobRun {
     this.proc?.stop(reason);
   }
 
-  onLeaseLost(): void {
+  /** `killBy`: when the lease runs out (less a margin); the group is SIGKILLed by then, grace or not. */
+  onLeaseLost(killBy?: number): void {
     if (this.leaseLost) return;
     this.deps.log.warn('lease lost (expired or reclaimed); stopping the job');
     this.abandon('cancelled');
+    if (killBy !== undefined) this.killGroupBy(killBy);
+  }
+
+  /** Past the lease its job may run elsewhere: a long kill grace must not keep this copy going. */
+  private killGroupBy(at: number): void {
+    const proc = this.proc;
+    const pid = proc?.pid;
+    if (pid === undefined) return;
+    const timer = setTimeout(
+      () => {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      },
+      Math.max(0, at - Date.now()),
+    );
+    // `done` resolves only once the group is empty: the pid is never someone else's while armed.
+    void proc.done.then(() => clearTimeout(timer));
   }
 
   /** Stops the job, and sends the server nothing more of it: no output, no outcome. */

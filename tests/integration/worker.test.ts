@@ -127,6 +127,20 @@ test('jobs whose leases cannot be extended before they run out (the server away 
   for (const id of [job.id, short.id]) expect((await t.client.getJob(id)).state).not.toBe('succeeded');
 });
 
+test('a job stopped for a lease running out is killed before the lease ends, however long its kill grace', async () => {
+  const away = await startServer({ ...t.config, port: 0, leaseTtlMs: 3000 }, quietLog);
+  const w = await startWorker('grace', away.url, { pollWaitMs: 500 });
+  // Deaf to SIGTERM (sh and its sleep alike), with a grace ten times the lease.
+  const cmd = ['sh', '-c', 'trap "" TERM; sleep 60'];
+  await t.client.enqueue({ command: cmd, queue: 'grace', killGraceSeconds: 30 });
+  await until('job running on the worker', async () => w.runningJobIds.length === 1);
+  const closedAt = Date.now();
+  await away.close();
+  // Its lease was last extended before the close: it ends within the TTL from then.
+  await until('the job gone from the worker', async () => w.runningJobIds.length === 0, 10_000);
+  expect(Date.now() - closedAt).toBeLessThan(3000);
+});
+
 test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
   const w = await startWorker('spawn');
   const job = await t.client.enqueue({ command: ['/no/such/program'], queue: 'spawn', maxAttempts: 1 });
