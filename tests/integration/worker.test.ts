@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../../server/main.js';
+import { processGroupAlive } from '../support/processes.js';
 import { startProxy } from '../support/proxy.js';
 import { quietLog, until, type TestServer } from '../support/server.js';
 import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
@@ -131,14 +132,18 @@ test('a job stopped for a lease running out is killed before the lease ends, how
   const away = await startServer({ ...t.config, port: 0, leaseTtlMs: 3000 }, quietLog);
   const w = await startWorker('grace', away.url, { pollWaitMs: 500 });
   // Deaf to SIGTERM (sh and its sleep alike), with a grace ten times the lease.
-  const cmd = ['sh', '-c', 'trap "" TERM; sleep 60'];
-  await t.client.enqueue({ command: cmd, queue: 'grace', killGraceSeconds: 30 });
-  await until('job running on the worker', async () => w.runningJobIds.length === 1);
-  const closedAt = Date.now();
+  const cmd = ['sh', '-c', 'trap "" TERM; echo "pid $$"; sleep 60'];
+  const job = await t.client.enqueue({ command: cmd, queue: 'grace', killGraceSeconds: 30 });
+  const pidLine = await until('its pid in the output', async () => /pid (\d+)/.exec(await t.client.logs(job.id)));
+  const pgid = Number(pidLine[1]);
   await away.close();
-  // Its lease was last extended before the close: it ends within the TTL from then.
-  await until('the job gone from the worker', async () => w.runningJobIds.length === 0, 10_000);
-  expect(Date.now() - closedAt).toBeLessThan(3000);
+  // Nothing extends the lease now: the deadline is the one the database holds.
+  const { rows } = await sql<{ endsAt: number }>`
+    SELECT extract(epoch FROM lease_expires_at) * 1000 AS "endsAt" FROM jobs WHERE id = ${job.id}`.execute(t.tdb.db);
+  const leaseEndsAt = Number(rows[0].endsAt);
+  await until('the job group gone', async () => !processGroupAlive(pgid), 10_000);
+  expect(Date.now()).toBeLessThan(leaseEndsAt);
+  await until('the job gone from the worker', async () => w.runningJobIds.length === 0);
 });
 
 test('a job that cannot start is failed with the OS error, and the worker carries on', async () => {
