@@ -31,13 +31,16 @@
  * stop() its jobs when it shuts down. After a crash the spawn helper stops them (spawn-helper.py),
  * and the server's lease reaper returns their jobs.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { DEFAULT_OUTPUT_CAP_BYTES, OutputSequencer, type OutputChunk } from './output.js';
 import { buildJobEnv } from './job-env.js';
 import { launchInProcess, type LaunchedProcess, type Launcher } from './spawner.js';
+import { errnoCode, processGroupAlive } from './process-group.js';
+
+export { processGroupAlive };
 
 export type { OutputChunk } from './output.js';
 
@@ -127,16 +130,6 @@ export function superviseProcess(
     return failedToStart(errorMessage(err), startedAt); // e.g. a NUL byte in an argument
   }
   return new Supervision(child, spec, onOutput, startedAt);
-}
-
-/** True while the group has a member that is not a zombie (or that we may not inspect). */
-export function processGroupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch (err) {
-    return errnoCode(err) === 'EPERM';
-  }
-  return procShowsLiveMember(pgid) ?? true;
 }
 
 class Supervision implements SupervisedProcess {
@@ -334,33 +327,6 @@ function spawnFailedResult(error: string, startedAt: number): ProcessResult {
   };
 }
 
-/** undefined when /proc cannot be read (not Linux); else whether a non-zombie member exists. */
-function procShowsLiveMember(pgid: number): boolean | undefined {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return undefined;
-  }
-  return entries.some((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    const stat = readProcStat(entry);
-    return stat !== null && stat.pgid === pgid && stat.state !== 'Z' && stat.state !== 'X';
-  });
-}
-
-function readProcStat(pid: string): { state: string; pgid: number } | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null; // it exited while we looked
-  }
-  // "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses, so cut at the last ')'.
-  const [state, , pgrp] = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return state && pgrp ? { state, pgid: Number(pgrp) } : null;
-}
-
 function whenClosed(stream: Readable): Promise<void> {
   if (stream.closed) return Promise.resolve();
   return new Promise((resolve) => stream.once('close', () => resolve()));
@@ -394,10 +360,6 @@ function setLongTimeout(callback: () => void, ms: number): () => void {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function errnoCode(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | null)?.code;
 }
 
 function errorMessage(err: unknown): string {

@@ -10,7 +10,8 @@ import {
   type JobState,
 } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
-import { claimsInOneStatement, insertThenClaim } from '../store/claims.js';
+import { claimsInOneStatement } from '../store/claims.js';
+import { insertThenClaim } from '../store/hand-off.js';
 import type { ClaimRow, JobRow } from '../db.js';
 import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView, toRunView } from '../store/job-view.js';

@@ -1,7 +1,7 @@
 // The hand-off: an enqueue that claims, in its own statement, for a long-poll asleep on the same server.
 import { sql } from 'kysely';
 import pg from 'pg';
-import { compileHandOff, handOffStatement } from '../../server/store/claims.js';
+import { compileHandOff, handOffStatement } from '../../server/store/hand-off.js';
 import { toInsertRow } from '../../server/store/jobs.js';
 import { enqueueJobSchema } from '../../protocol/schemas.js';
 import { startTestServer, until, type TestServer } from '../support/server.js';

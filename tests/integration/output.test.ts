@@ -1,0 +1,94 @@
+// A job's output end to end: byte-exact binary logs, the output cap, chunks sent twice, and
+// output produced while the server is away. A real server and Postgres, real worker agents.
+import { createHash } from 'node:crypto';
+import { startServer } from '../../server/main.js';
+import { quietLog, until, type TestServer } from '../support/server.js';
+import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
+
+const fx = useWorkerFixture(1500);
+let t: TestServer;
+beforeAll(() => {
+  t = fx.t;
+});
+const startWorker = (queue: string, serverUrl?: string, extra?: Parameters<typeof startFixtureWorker>[3]) =>
+  startFixtureWorker(fx, queue, serverUrl, { pollWaitMs: 1000, ...extra });
+const finished = finishedOn(fx);
+
+const pattern = (bytes: number) => {
+  const b = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i++) b[i] = (i * 7 + 3) & 255; // every byte value, not UTF-8
+  return b;
+};
+const writer = (mib: number) =>
+  `const b=Buffer.alloc(1<<20);for(let i=0;i<b.length;i++)b[i]=(i*7+3)&255;for(let k=0;k<${mib};k++)process.stdout.write(b)`;
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function rawLogs(id: number): Promise<Buffer> {
+  return Buffer.from(await (await fetch(`${t.server.url}/jobs/${id}/logs`)).arrayBuffer());
+}
+
+test('a 20 MB binary log arrives byte-exact', async () => {
+  await startWorker('big');
+  const job = await t.client.enqueue({ command: [process.execPath, '-e', writer(20)], queue: 'big' });
+  expect((await finished(job.id, 60_000)).state).toBe('succeeded');
+  const got = await rawLogs(job.id);
+  expect(got.length).toBe(20 * 2 ** 20);
+  expect(sha(got)).toBe(sha(Buffer.concat(Array.from({ length: 20 }, () => pattern(2 ** 20)))));
+}, 90_000);
+
+test('output past the cap is cut there with a marker, and the job runs to its end', async () => {
+  await startWorker('cap');
+  const cap = 1_000_000;
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', `${JSON.stringify(process.execPath)} -e '${writer(3)}'; exit 4`],
+    queue: 'cap',
+    outputCapBytes: cap,
+    maxAttempts: 1,
+  });
+  expect(await finished(job.id, 30_000)).toMatchObject({ state: 'failed', exitCode: 4 });
+  const got = await rawLogs(job.id);
+  const marker = `\n[skipjack] output truncated at ${cap} bytes; the job kept running\n`;
+  expect(got.subarray(0, cap).equals(pattern(2 ** 20).subarray(0, cap))).toBe(true);
+  expect(got.subarray(cap).toString()).toBe(marker);
+});
+
+test('a chunk sent again is stored once; one past the end is refused as a gap', async () => {
+  const w = await t.client.register({ name: 'raw', queues: ['chunks'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'chunks' });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const chunk = (offset: number, text: string) => ({
+    offset,
+    stream: 'stdout' as const,
+    data: Buffer.from(text).toString('base64'),
+  });
+  await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
+  // The retry of a request whose answer was lost, and one overlapping it.
+  await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(0, 'hello ')]);
+  expect(await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(3, 'lo world')])).toEqual({ end: 11, stored: 5 });
+  const gap = await t.client.appendLogs(job.id, claimed.leaseToken, [chunk(20, 'x')]).catch((e) => e);
+  expect(gap.status).toBe(409);
+  expect(gap.body).toMatchObject({ error: 'log_gap', expectedOffset: 11 });
+  expect(await t.client.logs(job.id)).toBe('hello world');
+});
+
+test('output produced while the server is down is delivered after it returns, exactly once', async () => {
+  // A lease that outlives the outage: the worker heartbeats every third of it.
+  const first = await startServer({ ...t.config, port: 0, leaseTtlMs: 6000 }, quietLog);
+  await startWorker('outage', first.url, { pollWaitMs: 500 });
+  const job = await t.client.enqueue({
+    command: ['sh', '-c', 'for i in $(seq 1 20); do echo line $i; sleep 0.1; done'],
+    queue: 'outage',
+  });
+  await until('some output', async () => (await t.client.logs(job.id)).includes('line 3'));
+  await first.close();
+  await new Promise((r) => setTimeout(r, 700));
+  const second = await startServer({ ...t.config, port: first.port, leaseTtlMs: 6000 }, quietLog);
+  try {
+    expect(await finished(job.id)).toMatchObject({ state: 'succeeded', attempts: 1, error: null });
+    const expected = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join('');
+    expect(await t.client.logs(job.id)).toBe(expected);
+  } finally {
+    await Promise.all(fx.workers.splice(0).map((a) => a.shutdown()));
+    await second.close();
+  }
+});
