@@ -15,7 +15,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { NotifyHub } from './long-poll/notify-hub.js';
 import { scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
-import { deleteExpiredJobs } from './store/reaper.js';
+import { startRetention } from './loops/retention.js';
 import { reaperTick } from './loops/reaper-tick.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './long-poll/micro-batcher.js';
@@ -36,7 +36,6 @@ export interface RunningServer {
 
 export const REAPER_LOCK = 0x5e1ac0de;
 export const SCHEDULER_LOCK = 0x5e1ac0df;
-const RETENTION_LOCK = 0x5e1ac0e0;
 
 export async function startServer(
   config: ServerConfig,
@@ -86,15 +85,7 @@ export async function startServer(
       reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics }),
     ),
   ];
-  if (config.retentionMs > 0) {
-    loops.push(
-      startLeaderLoop(db, log, { name: 'retention', lockKey: RETENTION_LOCK, intervalMs: 60_000 }, async (trx) => {
-        const deleted = await deleteExpiredJobs(trx, config.retentionMs);
-        if (deleted > 0)
-          log.info({ deleted, retentionHours: config.retentionMs / 3_600_000 }, 'finished jobs past retention deleted');
-      }),
-    );
-  }
+  if (config.retentionMs > 0) loops.push(startRetention(db, log, config.retentionMs));
   if (hasCentralQueues(placement)) {
     loops.push(
       startLeaderLoop(
