@@ -59,10 +59,39 @@ export async function enqueueVerdicts(
 
 /** What a pending job is waiting for, in words, computed when asked. */
 export async function waitingReason(ctx: ExplainContext, job: JobRow): Promise<string | null> {
-  if (job.state !== 'pending') return null;
-  if (new Date(job.run_at).getTime() > Date.now()) return `not due until ${new Date(job.run_at).toISOString()}`;
-  const { workers, result } = await placeNow(ctx, job);
-  if (workers.length === 0) return 'no live worker: the job runs when a worker that fits it registers';
-  if (result.chosen) return `waiting for a claim: ${result.summary}`;
-  return result.summary;
+  return (await waitingReasons(ctx, [job])).get(job.id) ?? null;
+}
+
+/** Job-worker judgements one list may spend (about 7 µs each): its jobs of one shape share one. */
+const LIST_JUDGEMENT_BUDGET = 40_000;
+
+/** What each pending job of a list waits for; the live workers are read once for them all. */
+export async function waitingReasons(ctx: ExplainContext, jobs: JobRow[]): Promise<Map<number, string>> {
+  const reasons = new Map<number, string>();
+  const pending = jobs.filter((job) => job.state === 'pending');
+  if (pending.length === 0) return reasons;
+  const workers = await workersToExplain(ctx.db, ctx.config.workerGoneAfterMs, ctx.config.workerUnresponsiveMs);
+  const now = Date.now();
+  const byShape = new Map<string, string>();
+  let budget = LIST_JUDGEMENT_BUDGET;
+  for (const job of pending) {
+    if (new Date(job.run_at).getTime() > now)
+      reasons.set(job.id, `not due until ${new Date(job.run_at).toISOString()}`);
+    else if (workers.length === 0)
+      reasons.set(job.id, 'no live worker: the job runs when a worker that fits it registers');
+    else {
+      const placementJob = toPlacementJob(job);
+      const { id: _id, priority: _priority, createdAt: _createdAt, ...shape } = placementJob;
+      const key = JSON.stringify(shape);
+      let reason = byShape.get(key);
+      if (reason === undefined && budget >= workers.length) {
+        budget -= workers.length;
+        const result = place(placementJob, workers, { ...ctx.placement.configFor(job.queue), ctx: { now } });
+        reason = result.chosen ? `waiting for a claim: ${result.summary}` : result.summary;
+        byShape.set(key, reason);
+      }
+      reasons.set(job.id, reason ?? `not worked out in a list this long: GET /jobs/${job.id} says`);
+    }
+  }
+  return reasons;
 }

@@ -19,7 +19,7 @@ import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJob
 import { readLogs } from '../store/leases.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
-import { enqueueVerdicts, explainPlacement, waitingReason } from '../placement/explain.js';
+import { enqueueVerdicts, explainPlacement, waitingReason, waitingReasons } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
 
@@ -78,7 +78,9 @@ export function jobRoutes(ctx: AppContext): Router {
   r.get('/jobs', async (req, res) => {
     const q = parse(listJobsQuerySchema, req.query, 'query');
     const page = await listJobs(ctx.db, q);
-    res.json({ jobs: page.jobs.map(toJobView), nextCursor: page.nextCursor });
+    const waiting = await waitingReasons(ctx, page.jobs);
+    const jobs = page.jobs.map((job) => ({ ...toJobView(job), waitingReason: waiting.get(job.id) ?? null }));
+    res.json({ jobs, nextCursor: page.nextCursor });
   });
 
   r.get('/jobs/:id', async (req, res) => {

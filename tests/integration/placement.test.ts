@@ -3,6 +3,7 @@
 import { sql } from 'kysely';
 import { startTestServer, until, type TestServer } from '../support/server.js';
 import { worker } from '../support/placement-workers.js';
+import type { JobView } from '../../protocol/types.js';
 
 async function post(t: TestServer, path: string, body: unknown) {
   const res = await fetch(t.server.url + path, {
@@ -128,6 +129,9 @@ describe('pull mode', () => {
     expect(accepted.status).toBe(201);
     const waiting = await t.client.getJob(accepted.body.id);
     expect(waiting.waitingReason).toBe('0/5 workers fit: 3 region ord≠lis, 2 region mad≠lis');
+    // The list says it too, for every pending job of the page.
+    const listed = await t.client.request<{ jobs: JobView[] }>('GET', '/jobs?state=pending');
+    expect(listed.jobs.find((j) => j.id === accepted.body.id)?.waitingReason).toBe(waiting.waitingReason);
   });
 
   test('with no worker known at all, a job is accepted and says why it waits', async () => {
