@@ -1,6 +1,7 @@
 // A job's output end to end: byte-exact binary logs, the output cap, chunks sent twice, and
 // output produced while the server is away. A real server and Postgres, real worker agents.
 import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
 import { startServer } from '../../server/main.js';
 import { quietLog, until, type TestServer } from '../support/server.js';
 import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
@@ -91,4 +92,26 @@ test('output produced while the server is down is delivered after it returns, ex
     await Promise.all(fx.workers.splice(0).map((a) => a.shutdown()));
     await second.close();
   }
+});
+
+test("a lost run's output ends with a line saying it was lost, and why, in the whole view and when followed", async () => {
+  const w = await t.client.register({ name: 'raw-lost', queues: ['lost-output'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'lost-output', maxAttempts: 2 });
+  const chunk = (text: string) => [
+    { offset: 0, stream: 'stdout' as const, data: Buffer.from(text).toString('base64') },
+  ];
+  const [first] = (await t.client.claim(w.id, 1)).jobs;
+  await t.client.appendLogs(job.id, first.leaseToken, chunk('first try\n'));
+  // Its worker goes silent: the reaper takes the lease back and records the run as lost.
+  await sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${job.id}`.execute(t.tdb.db);
+  await until('the run lost', async () => (await t.client.getJob(job.id)).state === 'pending');
+  const lost = '--- run 1 was lost: lease expired: the worker stopped heartbeating; its output stops here ---\n';
+  expect(await t.client.logs(job.id)).toBe(`first try\n${lost}`);
+  const [second] = (await t.client.claim(w.id, 1)).jobs;
+  await t.client.appendLogs(job.id, second.leaseToken, chunk('second try\n'));
+  await t.client.release(job.id, { leaseToken: second.leaseToken, outcome: 'succeeded', exitCode: 0 });
+  const whole = `--- run 1 ---\nfirst try\n${lost}--- run 2 ---\nsecond try\n`;
+  expect(await t.client.logs(job.id)).toBe(whole);
+  const followed = await fetch(`${t.server.url}/jobs/${job.id}/logs?follow=1`).then((r) => r.text());
+  expect(followed).toBe(`first try\n${lost}--- run 2 ---\nsecond try\n`);
 });
