@@ -6,6 +6,10 @@ export interface ServerConfig {
   port: number;
   host: string;
   databaseUrl: string;
+  /** The LISTEN connection's own URL (SKIPJACK_LISTEN_URL), for a DATABASE_URL through a pooler in transaction mode. */
+  listenUrl: string;
+  /** How often the LISTEN connection is asked a query, to find a half-open one (SKIPJACK_LISTEN_PROBE_MS). */
+  listenProbeMs: number;
   /** How long a lease lives without a heartbeat. Workers heartbeat every third of it. */
   leaseTtlMs: number;
   reaperIntervalMs: number;
@@ -39,6 +43,8 @@ export function configFromEnv(
     port: num(env.PORT, 7070),
     host: env.HOST ?? '127.0.0.1',
     databaseUrl: env.DATABASE_URL ?? '',
+    listenUrl: env.SKIPJACK_LISTEN_URL ?? '',
+    listenProbeMs: num(env.SKIPJACK_LISTEN_PROBE_MS, 15_000),
     leaseTtlMs,
     reaperIntervalMs: num(env.SKIPJACK_REAPER_INTERVAL_MS, 5_000),
     workerGoneAfterMs: num(env.SKIPJACK_WORKER_GONE_MS, leaseTtlMs * 3),

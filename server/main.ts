@@ -45,7 +45,10 @@ export async function startServer(
   const { db, pool } = createDb(config.databaseUrl);
   const applied = await migrateToLatest(db);
   if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
-  const hub = new NotifyHub(config.databaseUrl, log);
+  const hub = new NotifyHub(config.listenUrl || config.databaseUrl, log, {
+    everyMs: config.listenProbeMs,
+    timeoutMs: Math.min(5_000, config.listenProbeMs),
+  });
   await hub.start();
   const sleepingClaims = new SleepingClaims();
   const metrics = createMetrics(() => sleepingClaims.size);

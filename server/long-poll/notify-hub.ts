@@ -33,9 +33,13 @@ export class NotifyHub {
   private dueTimer: NodeJS.Timeout | null = null;
   private nextDue = Infinity;
 
+  private probeTimer: NodeJS.Timeout | null = null;
+
   constructor(
     private connectionString: string,
     private log: Logger,
+    /** A LISTEN connection cut half-open (a NAT's table, a failover) says nothing: ask it this often. */
+    private probe = { everyMs: 15_000, timeoutMs: 5_000 },
   ) {}
 
   async start(): Promise<void> {
@@ -43,12 +47,47 @@ export class NotifyHub {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'skipjack-listen' });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'skipjack-listen',
+      keepAlive: true,
+      connectionTimeoutMillis: this.probe.timeoutMs * 2,
+    });
     client.on('notification', (n) => this.notified(n.channel as Channel, n.payload ?? ''));
     client.on('error', (err) => this.reconnect(client, err));
-    await client.connect();
-    for (const ch of channels) await client.query(`LISTEN ${ch}`);
+    try {
+      await client.connect();
+      for (const ch of channels) await client.query(`LISTEN ${ch}`);
+    } catch (err) {
+      cutOff(client);
+      throw err;
+    }
     this.client = client;
+    this.scheduleProbe(client);
+  }
+
+  /** TCP keep-alive takes minutes to notice a dead peer; a query that goes unanswered tells sooner. */
+  private scheduleProbe(client: pg.Client) {
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    if (!(this.probe.everyMs > 0)) return; // 0: no probes
+    this.probeTimer = setTimeout(async () => {
+      if (this.closed || this.client !== client) return;
+      let timer: NodeJS.Timeout | undefined;
+      const unanswered = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer to a probe in ${this.probe.timeoutMs} ms`)),
+          this.probe.timeoutMs,
+        );
+      });
+      try {
+        await Promise.race([client.query('SELECT 1'), unanswered]);
+        this.scheduleProbe(client);
+      } catch (err) {
+        this.reconnect(client, err as Error);
+      } finally {
+        clearTimeout(timer);
+      }
+    }, this.probe.everyMs);
   }
 
   // A dropped LISTEN connection would leave every long-poll asleep until its timeout: reconnect,
@@ -57,7 +96,7 @@ export class NotifyHub {
     if (this.closed || this.client !== client) return;
     this.client = null;
     this.log.warn({ err: err.message }, 'LISTEN connection lost; reconnecting');
-    client.end().catch(() => {});
+    cutOff(client); // end() would wait for a peer that may never answer
     const retry = (delay: number) => {
       const t = setTimeout(async () => {
         this.timers.delete(t);
@@ -214,12 +253,23 @@ export class NotifyHub {
   async close(): Promise<void> {
     this.closed = true;
     if (this.dueTimer) clearTimeout(this.dueTimer);
+    if (this.probeTimer) clearTimeout(this.probeTimer);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const ch of channels) this.dispatch(ch, 'closing');
     this.listeners.clear();
-    await this.client?.end().catch(() => {});
+    const client = this.client;
     this.client = null;
+    if (!client) return;
+    // A goodbye to a half-open peer is never answered: wait a moment for it, then cut.
+    const ended = client.end().then(
+      () => true,
+      () => true,
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.probe.timeoutMs)));
+    if (!(await Promise.race([ended, late]))) cutOff(client);
+    clearTimeout(timer);
   }
 }
 
@@ -227,4 +277,12 @@ export class NotifyHub {
 function dueLaterMs(payload: string): number | null {
   const dueMs = Number(payload.split(' ')[1]);
   return Number.isFinite(dueMs) && dueMs > Date.now() ? dueMs : null;
+}
+
+/** Drops a connection at once, without the goodbye that a half-open peer would never answer. */
+function cutOff(client: pg.Client) {
+  client.removeAllListeners('notification');
+  client.on('error', () => {});
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  client.end().catch(() => {});
 }
