@@ -63,41 +63,63 @@ export const restartPolicySchema = z.strictObject({
   backoff: z.number().min(1).max(10).default(2),
 });
 
-export const enqueueJobSchema = z.strictObject({
-  command: z.array(text().max(100_000)).min(1, 'must name a program').max(10_000),
-  env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000))
-    .optional(),
-  secretEnv: z.array(text().max(200)).max(1000).optional(),
-  cwd: text().min(1).max(4096).optional(),
-  queue: queueName.default('default'),
-  priority: z.number().int().min(-1000).max(1000).default(0),
-  runAt: z.iso
-    .datetime({ offset: true })
-    .refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999')
-    .optional(),
-  maxAttempts: z.number().int().min(1).max(100).default(3),
-  retryBackoffSeconds: seconds(3600).default(2),
-  timeoutSeconds: positiveSeconds(7 * 86_400).optional(),
-  killSignal: signalName.optional(),
-  killGraceSeconds: seconds(3600).optional(),
-  outputCapBytes: z
-    .number()
-    .int()
-    .min(1024)
-    .max(1024 ** 3)
-    .optional(),
-  idempotencyKey: text().min(1).max(200).optional(),
-  constraints: constraintsSchema.optional(),
-  preferences: z.array(preferenceSchema).max(20).optional(),
-  restart: restartPolicySchema.optional(),
-  placementDeadlineSeconds: z
-    .number()
-    .positive()
-    .max(30 * 86_400)
-    .optional(),
-  allowUnplaceable: z.boolean().optional(),
-});
+/** What one job's command and env may take: execve() refuses more than 2 MiB for both. */
+export const MAX_PROGRAM_BYTES = 1024 * 1024;
+
+/** The bytes execve() would be given: each argument and NAME=value, with its NUL. */
+function programBytes(job: { command: string[]; env?: Record<string, string> }): number {
+  let bytes = 0;
+  for (const arg of job.command) bytes += Buffer.byteLength(arg) + 1;
+  for (const [key, value] of Object.entries(job.env ?? {}))
+    bytes += Buffer.byteLength(key) + Buffer.byteLength(value) + 2;
+  return bytes;
+}
+
+export const enqueueJobSchema = z
+  .strictObject({
+    command: z.array(text().max(100_000)).min(1, 'must name a program').max(10_000),
+    env: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are letters, digits and _'), text().max(100_000))
+      .optional(),
+    secretEnv: z.array(text().max(200)).max(1000).optional(),
+    cwd: text().min(1).max(4096).optional(),
+    queue: queueName.default('default'),
+    priority: z.number().int().min(-1000).max(1000).default(0),
+    runAt: z.iso
+      .datetime({ offset: true })
+      .refine((v) => /^(19[7-9]\d|[2-9]\d{3})-/.test(v), 'must be a time between 1970 and 9999')
+      .optional(),
+    maxAttempts: z.number().int().min(1).max(100).default(3),
+    retryBackoffSeconds: seconds(3600).default(2),
+    timeoutSeconds: positiveSeconds(7 * 86_400).optional(),
+    killSignal: signalName.optional(),
+    killGraceSeconds: seconds(3600).optional(),
+    outputCapBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 ** 3)
+      .optional(),
+    idempotencyKey: text().min(1).max(200).optional(),
+    constraints: constraintsSchema.optional(),
+    preferences: z.array(preferenceSchema).max(20).optional(),
+    restart: restartPolicySchema.optional(),
+    placementDeadlineSeconds: z
+      .number()
+      .positive()
+      .max(30 * 86_400)
+      .optional(),
+    allowUnplaceable: z.boolean().optional(),
+  })
+  .superRefine((job, ctx) => {
+    const bytes = programBytes(job);
+    if (bytes > MAX_PROGRAM_BYTES)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['env' in job && job.env ? 'env' : 'command'],
+        message: `command and env together must be at most ${MAX_PROGRAM_BYTES} bytes (they are ${bytes}): a program gets 2 MiB for both at most`,
+      });
+  });
 export type EnqueueJob = z.input<typeof enqueueJobSchema>;
 export type EnqueueJobParsed = z.output<typeof enqueueJobSchema>;
 

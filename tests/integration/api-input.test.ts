@@ -254,3 +254,31 @@ test('an idempotency key makes a repeat return the first job', async () => {
   ).rows[0].n;
   expect(n).toBe(2);
 });
+
+test('an array or object bigger than any schema takes is refused before its items are looked at', async () => {
+  const w = await t.client.register({ name: 'big-bodies', queues: ['big-bodies'] });
+  // The last lease is bad too: a walk of every item would name it instead of the array.
+  const leases = Array.from({ length: 20_000 }, () => ({
+    jobId: 1,
+    leaseToken: '00000000-0000-0000-0000-000000000000',
+  }));
+  leases.push({ jobId: 1, leaseToken: '\ud800' });
+  const res = await post(`/workers/${w.id}/heartbeat`, { leases });
+  expect([res.status, res.body.message]).toEqual([400, 'body.leases: must have at most 10000 items (it has 20001)']);
+  const env = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`V${i}`, 'x']));
+  const many = await post('/jobs', { command: ['true'], env });
+  expect([many.status, many.body.message]).toEqual([400, 'body.env: must have at most 10000 keys (it has 10001)']);
+});
+
+test("a job's command and env together are bounded by what a program can be given", async () => {
+  const before = Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs`.execute(t.tdb.db)).rows[0].n);
+  const env = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`BIG${i}`, 'x'.repeat(99_000)]));
+  const res = await post('/jobs', { command: ['true'], env });
+  expect(res.status).toBe(400);
+  expect(res.body.message).toMatch(/^body\.env: command and env together must be at most 1048576 bytes/);
+  const batch = await post('/jobs', { jobs: [{ command: ['true'] }, { command: ['x'.repeat(99_000)], env }] });
+  expect([batch.status, batch.body.issues[0].path]).toEqual([400, 'body.jobs.1.env']);
+  expect(Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM jobs`.execute(t.tdb.db)).rows[0].n)).toBe(
+    before,
+  );
+});
