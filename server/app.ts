@@ -79,7 +79,9 @@ const UNAVAILABLE = new Set([
   '08006',
 ]);
 function databaseUnavailable(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
+  const { code, message } = (err ?? {}) as { code?: string; message?: string };
+  // pg's pool, out of time to open a connection, says so in words only.
+  if (message === 'timeout exceeded when trying to connect') return true;
   return typeof code === 'string' && UNAVAILABLE.has(code);
 }
 
@@ -106,6 +108,8 @@ function toHttpError(err: unknown): HttpError {
   if (e?.type === 'entity.too.large') return new HttpError(413, 'too_large', 'body: larger than the 32 MB limit');
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500)
     return new HttpError(e.status, 'bad_request', e.message ?? 'bad request');
+  if ((err as { code?: string })?.code === '57014')
+    return new HttpError(503, 'database_timeout', 'a database statement ran past its timeout; retry shortly');
   if (databaseUnavailable(err))
     return new HttpError(503, 'database_unavailable', 'the database cannot be reached; retry shortly');
   return new HttpError(500, 'internal', 'internal error; the server log has the details');

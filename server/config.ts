@@ -6,6 +6,10 @@ export interface ServerConfig {
   port: number;
   host: string;
   databaseUrl: string;
+  /** A statement running longer is cancelled (SKIPJACK_STATEMENT_TIMEOUT_MS; 0: none). Migrations have none. */
+  statementTimeoutMs: number;
+  /** Opening a database connection may take this long (SKIPJACK_DB_CONNECT_TIMEOUT_MS). */
+  dbConnectTimeoutMs: number;
   /** The LISTEN connection's own URL (SKIPJACK_LISTEN_URL), for a DATABASE_URL through a pooler in transaction mode. */
   listenUrl: string;
   /** How often the LISTEN connection is asked a query, to find a half-open one (SKIPJACK_LISTEN_PROBE_MS). */
@@ -43,6 +47,8 @@ export function configFromEnv(
     port: num(env.PORT, 7070),
     host: env.HOST ?? '127.0.0.1',
     databaseUrl: env.DATABASE_URL ?? '',
+    statementTimeoutMs: num(env.SKIPJACK_STATEMENT_TIMEOUT_MS, 60_000),
+    dbConnectTimeoutMs: num(env.SKIPJACK_DB_CONNECT_TIMEOUT_MS, 10_000),
     listenUrl: env.SKIPJACK_LISTEN_URL ?? '',
     listenProbeMs: num(env.SKIPJACK_LISTEN_PROBE_MS, 15_000),
     leaseTtlMs,

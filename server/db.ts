@@ -127,12 +127,27 @@ export const claimColumns = [
 ] as const;
 export type ClaimRow = Pick<JobRow, (typeof claimColumns)[number]>;
 
+/** Bounds on the pool's waits: a statement (0: none) and a connection's opening. */
+export interface DbTimeouts {
+  statementMs: number;
+  connectMs: number;
+}
+
 export function createDb(
   connectionString: string,
   poolSize = 10,
   applicationName = 'skipjack',
+  timeouts: DbTimeouts = { statementMs: 0, connectMs: 0 },
 ): { db: Db; pool: pg.Pool } {
-  const pool = new pg.Pool({ connectionString, max: poolSize, application_name: applicationName });
+  const pool = new pg.Pool({
+    connectionString,
+    max: poolSize,
+    application_name: applicationName,
+    // Sent at connect: a statement stuck behind a lock, or a plan gone wrong, ends as a 503.
+    ...(timeouts.statementMs > 0 ? { statement_timeout: timeouts.statementMs } : {}),
+    connectionTimeoutMillis: timeouts.connectMs,
+    keepAlive: true,
+  });
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };

@@ -42,8 +42,11 @@ export async function startServer(
   log: Logger = pino({ level: config.logLevel }),
 ): Promise<RunningServer> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set');
-  const { db, pool } = createDb(config.databaseUrl);
-  const applied = await migrateToLatest(db);
+  const applied = await migrate(config.databaseUrl);
+  const { db, pool } = createDb(config.databaseUrl, 10, 'skipjack', {
+    statementMs: config.statementTimeoutMs,
+    connectMs: config.dbConnectTimeoutMs,
+  });
   if (applied.length > 0) log.info({ migrations: applied }, 'database migrated');
   const hub = new NotifyHub(config.listenUrl || config.databaseUrl, log, {
     everyMs: config.listenProbeMs,
@@ -171,4 +174,14 @@ async function closeHttp(server: Server, connections: Set<Socket>, graceMs: numb
   await closed;
   clearInterval(timer);
   clearTimeout(cut);
+}
+
+/** Migrations on a connection of their own, without the statement timeout: one may rewrite a big table. */
+async function migrate(databaseUrl: string): Promise<string[]> {
+  const { db } = createDb(databaseUrl, 1, 'skipjack-migrate');
+  try {
+    return await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
 }

@@ -1,11 +1,15 @@
 // The server's statements against a real Postgres: prepared statements, HOT heartbeats, the
-// NOTIFY of rows a claim skipped, retention.
+// NOTIFY of rows a claim skipped, retention, the statement timeout.
 import { sql } from 'kysely';
 import pg from 'pg';
+import { ApiRequestError, SkipjackClient } from '../../protocol/client.js';
+import { createDb } from '../../server/db.js';
+import { startServer } from '../../server/main.js';
 import { deleteExpiredJobs } from '../../server/store/reaper.js';
 import { workerHeartbeats } from '../../server/store/workers.js';
 import { PreparedStatements } from '../../server/store/prepared.js';
-import { startTestServer, until, type TestServer } from '../support/server.js';
+import { FIXTURE_APPLICATION } from '../support/state-machine.js';
+import { quietLog, startTestServer, until, type TestServer } from '../support/server.js';
 import { sleepingClaim } from '../support/api.js';
 
 let t: TestServer;
@@ -144,4 +148,30 @@ test('retention deletes finished jobs past the window, with their runs and outpu
     )
   ).rows[0];
   expect(Number(orphans.n)).toBe(0);
+});
+
+test('a statement stuck behind a lock ends at the statement timeout as a 503, and changes nothing', async () => {
+  const timed = await startServer({ ...t.config, port: 0, statementTimeoutMs: 300 }, quietLog);
+  const client = new SkipjackClient({ baseUrl: timed.url });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'stuck' });
+  const { pool } = createDb(t.tdb.url, 1, FIXTURE_APPLICATION);
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [job.id]);
+    const cancel = client.cancel(job.id).then(
+      () => 'answered',
+      (err: ApiRequestError) => [err.status, (err.body as { error: string }).error],
+    );
+    expect(await Promise.race([cancel, new Promise((r) => setTimeout(() => r('still waiting'), 10_000))])).toEqual([
+      503,
+      'database_timeout',
+    ]);
+  } finally {
+    await holder.query('ROLLBACK');
+    holder.release();
+    await pool.end();
+    await timed.close();
+  }
+  expect((await t.client.getJob(job.id)).state).toBe('pending');
 });
