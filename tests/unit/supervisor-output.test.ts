@@ -59,8 +59,8 @@ describe('output from a process', () => {
     const script = [
       `${PATTERN_SOURCE}process.stdout.write(b.subarray(0, 300000));`,
       // The same stream: across stdout and stderr, which the reader sees first is a race.
-      `process.stdout.write('later\\n');`,
-      `setTimeout(() => { require('fs').writeFileSync(${JSON.stringify(finished)}, ''); process.exit(7); }, 100);`,
+      // process.exit() drops what a pipe has not taken yet: exit once the last write is flushed.
+      `process.stdout.write('later\\n', () => setTimeout(() => { require('fs').writeFileSync(${JSON.stringify(finished)}, ''); process.exit(7); }, 100));`,
     ].join('');
     const { proc, chunks } = run({ command: [process.execPath, '-e', script], outputCapBytes: cap });
     const result = await proc.done;
