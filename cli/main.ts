@@ -6,6 +6,8 @@ import { ApiRequestError, NotTheApiError, SkipjackClient, UnreachableError } fro
 import { describeEnd, enqueue, followToEnd, withFlagNamed, type EnqueueFlags } from './jobs.js';
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
+import { withJobOptions } from './job-options.js';
+import { addScheduleCommands } from './schedules.js';
 import { jobTable, placementTable, workerTable } from './tables.js';
 import { jobStates, type JobState } from '../protocol/schemas.js';
 
@@ -135,26 +137,12 @@ program
     process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'already up to date\n');
   });
 
-program
-  .command('enqueue')
-  .description('enqueue a command: skipjack enqueue [options] -- CMD ARGS...')
-  .argument('<command...>', 'the program and its arguments (no shell; use sh -c for one)')
-  .option('-q, --queue <name>', 'queue')
-  .option('-p, --priority <n>', 'higher runs first', int)
-  .option('-e, --env <key=value>', 'environment variable (repeatable)', keyValue)
-  .option('--secret-env <key=value>', 'environment variable hidden from status and logs (repeatable)', keyValue)
-  .option('--cwd <dir>', 'working directory on the worker')
-  .option('-t, --timeout <duration>', 'kill the job after this long (e.g. 30s, 5m)', duration)
-  .option('--max-attempts <n>', 'attempts before the job fails (default 3)', int)
-  .option('--run-at <iso-time>', 'do not start before this time')
-  .option('--idempotency-key <key>', 'a repeat with the same key returns the first job')
-  .option('--region <region>', 'hard constraint: run only in this region (repeatable: one of)', collect)
-  .option('--cpu <millicores>', 'CPU the job needs', int)
-  .option('--memory <mb>', 'memory the job needs', int)
-  .option('--disk <mb>', 'disk the job needs', int)
-  .option('--label <key=value>', 'hard constraint: worker label (repeatable)', keyValue)
-  .option('--prefer <key=value>', 'soft preference for workers with this label (repeatable)', keyValue)
-  .option('--allow-unplaceable', 'accept the job even if no known worker could ever run it')
+withJobOptions(
+  program
+    .command('enqueue')
+    .description('enqueue a command: skipjack enqueue [options] -- CMD ARGS...')
+    .argument('<command...>', 'the program and its arguments (no shell; use sh -c for one)'),
+)
   .option(
     '--wait-placement <duration>',
     'fail (exit 3, with the reasons) unless the job is placed within this long',
@@ -283,6 +271,8 @@ program
     if (unknown.length) fail(`unknown model ${unknown.join(', ')} (known: ${MODELS.join(', ')})`);
     process.exitCode = runSimulation({ ...o, models: models as (typeof MODELS)[number][] });
   });
+
+addScheduleCommands(program, client);
 
 function fail(message: string): never {
   process.stderr.write(`skipjack: ${message}\n`);

@@ -14,6 +14,7 @@ import * as m011 from './011_worker_drain_kept.js';
 import * as m012 from './012_no_notify_for_handed_jobs.js';
 import * as m013 from './013_start_new_job_at_insert.js';
 import * as m014 from './014_live_sql_record.js';
+import * as m017 from './017_schedules.js';
 
 export const migrations: Record<string, Migration> = {
   '001_initial': m001,
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '012_no_notify_for_handed_jobs': m012,
   '013_start_new_job_at_insert': m013,
   '014_live_sql_record': m014,
+  '017_schedules': m017,
 };

@@ -1,4 +1,5 @@
 // A typed HTTP client for the wire API, shared by the worker and the CLI.
+import type { CreateSchedule, ScheduleView } from './schedules.js';
 import type { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { EnqueueJob, LogChunk, RegisterWorker, Release, ReleaseItem, RestartReport } from './schemas.js';
@@ -148,6 +149,15 @@ export class SkipjackClient {
 
   enqueue(job: EnqueueJob): Promise<JobView> {
     return this.request('POST', '/jobs', job);
+  }
+  saveSchedule(schedule: CreateSchedule): Promise<ScheduleView> {
+    return this.request('POST', '/schedules', schedule);
+  }
+  schedules(): Promise<{ schedules: ScheduleView[] }> {
+    return this.request('GET', '/schedules');
+  }
+  async removeSchedule(name: string): Promise<void> {
+    await this.request('DELETE', `/schedules/${encodeURIComponent(name)}`);
   }
   enqueueBatch(jobs: EnqueueJob[]): Promise<{ jobs: JobView[] }> {
     return this.request('POST', '/jobs', { jobs });

@@ -9,6 +9,7 @@ import { openApiDocument } from './openapi.js';
 import { claimRoutes } from './routes/claims.js';
 import { jobRoutes } from './routes/jobs.js';
 import { leaseRoutes } from './routes/leases.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import { workerRoutes } from './routes/workers.js';
 import { dashboardPage } from './dashboard.js';
 
@@ -28,6 +29,7 @@ export function createApp(ctx: AppContext) {
   app.use(jobRoutes(ctx));
   app.use(workerRoutes(ctx));
   app.use(leaseRoutes(ctx));
+  app.use(scheduleRoutes(ctx));
   app.get('/healthz', (_req, res) => void res.json({ ok: true }));
   app.get('/readyz', async (_req, res) => {
     await sql`SELECT 1`.execute(ctx.db);

@@ -23,6 +23,9 @@ const routeScopes: [method: string, path: RegExp, scope: Scope | 'any' | null][]
   ['DELETE', /^\/workers\/[^/]+$/, 'worker'],
   ['GET', /^\/workers\/[^/]+\/leases$/, 'worker'],
   ['GET', /^\/workers(\/[^/]+)?$/, 'any'],
+  ['GET', /^\/schedules$/, 'any'],
+  ['POST', /^\/schedules$/, 'admin'],
+  ['DELETE', /^\/schedules\/[^/]+$/, 'admin'],
 ];
 
 export interface TokenTable {

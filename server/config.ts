@@ -10,6 +10,8 @@ export interface ServerConfig {
   statementTimeoutMs: number;
   /** Opening a database connection may take this long (SKIPJACK_DB_CONNECT_TIMEOUT_MS). */
   dbConnectTimeoutMs: number;
+  /** The schedule loop looks for schedules added elsewhere at least this often (SKIPJACK_SCHEDULE_POLL_MS). */
+  schedulePollMs: number;
   /** The LISTEN connection's own URL (SKIPJACK_LISTEN_URL), for a DATABASE_URL through a pooler in transaction mode. */
   listenUrl: string;
   /** How often the LISTEN connection is asked a query, to find a half-open one (SKIPJACK_LISTEN_PROBE_MS). */
@@ -49,6 +51,7 @@ export function configFromEnv(
     databaseUrl: env.DATABASE_URL ?? '',
     statementTimeoutMs: num(env.SKIPJACK_STATEMENT_TIMEOUT_MS, 60_000),
     dbConnectTimeoutMs: num(env.SKIPJACK_DB_CONNECT_TIMEOUT_MS, 10_000),
+    schedulePollMs: num(env.SKIPJACK_SCHEDULE_POLL_MS, 10_000),
     listenUrl: env.SKIPJACK_LISTEN_URL ?? '',
     listenProbeMs: num(env.SKIPJACK_LISTEN_PROBE_MS, 15_000),
     leaseTtlMs,

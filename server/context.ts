@@ -33,4 +33,6 @@ export interface AppContext {
   heartbeats: MicroBatcher<Heartbeat, WorkerHeartbeatResponse | null>;
   /** Aborted when the server starts to close: long-polls answer at once, empty. */
   closing: AbortSignal;
+  /** A schedule changed: this server's schedule loop looks again now. */
+  pokeSchedules: () => void;
 }

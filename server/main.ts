@@ -16,6 +16,7 @@ import { NotifyHub } from './long-poll/notify-hub.js';
 import { scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { startRetention } from './loops/retention.js';
+import { startScheduleLoop } from './loops/schedules.js';
 import { reaperTick } from './loops/reaper-tick.js';
 import { workerHeartbeats, type Heartbeat } from './store/workers.js';
 import { MicroBatcher } from './long-poll/micro-batcher.js';
@@ -65,6 +66,7 @@ export async function startServer(
     (beats: Heartbeat[]) => workerHeartbeats(db, beats, config.leaseTtlMs),
     Math.min(1000, config.leaseTtlMs / 10),
   );
+  const schedules = startScheduleLoop(db, log, config.schedulePollMs);
   const app = createApp({
     db,
     statements: new PreparedStatements(pool, (err) =>
@@ -84,9 +86,11 @@ export async function startServer(
     waitingPolls: new WaitingPolls(),
     knownWorkers: new KnownWorkers(db, placement.knownWorkerWindowMs),
     closing: closing.signal,
+    pokeSchedules: () => schedules.poke(),
   });
   const dueWakeups = startDueWakeups(db, hub);
   const loops: Loop[] = [
+    schedules,
     startLeaderLoop(db, log, { name: 'reaper', lockKey: REAPER_LOCK, intervalMs: config.reaperIntervalMs }, (trx) =>
       reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics }),
     ),
