@@ -13,7 +13,7 @@ import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotifyHub } from './long-poll/notify-hub.js';
-import { scheduleOnce } from './placement/scheduler.js';
+import { scheduleOnce, type ScanCursor } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { deleteExpiredJobs } from './store/reaper.js';
 import { reaperTick } from './loops/reaper-tick.js';
@@ -96,13 +96,14 @@ export async function startServer(
     );
   }
   if (hasCentralQueues(placement)) {
+    const cursor: ScanCursor = {}; // where the last pass ran out of its read budget
     loops.push(
       startLeaderLoop(
         db,
         log,
         { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs },
         async (trx) => {
-          const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);
+          const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs, { cursor });
           for (const a of assigned) log.info({ jobId: a.jobId, workerId: a.workerId }, 'job assigned');
         },
       ),
