@@ -67,12 +67,17 @@ export async function scheduleOnce(
   const unfit = new Map<string, string>();
   const shapeOf = (job: PlacementJob) =>
     settings.filtersInSql ? JSON.stringify([job.queue, job.constraints]) : undefined;
+  const shown = new Map<number, string | null>(); // each row's waiting reason as read
+  const seen = new Set<number>(); // unlocked pages: a row moved in order must not count twice
   let scanned = 0;
   let requested = batch;
   for (let first = true; ; first = false) {
     scanned += page.length;
+    for (const row of page) shown.set(row.id, row.waiting_reason);
     for (const job of page.map(toPlacementJob).sort(compareJobs)) {
       if (result.assigned.length >= batch) break;
+      if (seen.has(job.id)) continue;
+      seen.add(job.id);
       const shape = shapeOf(job);
       const known = shape === undefined ? undefined : unfit.get(shape);
       if (known !== undefined) {
@@ -99,10 +104,11 @@ export async function scheduleOnce(
       break;
     }
     // After the head page, skip ahead to where the last pass ran out of budget (both keys hold).
-    requested = Math.min(batch, maxScan - scanned);
+    requested = maxScan - scanned; // the rest of the budget in one query: each query sorts the pending jobs
     page = await pendingPage(db, queues, requested, [keyOf(page.at(-1)!), first ? cursor.resumeAfter : undefined]);
   }
-  await recordSchedule(db, result);
+  // Most unfit jobs already show the reason; sending only the changed ones keeps the write small.
+  await recordSchedule(db, result, (u) => shown.get(u.jobId) !== u.reason);
   return result;
 }
 
@@ -125,21 +131,47 @@ async function lockLiveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWo
   return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
 }
 
-async function recordSchedule(db: Db, r: ScheduleResult): Promise<void> {
+/**
+ * Writes the pass. The pages were read without locks, so each row is locked here, only if it is
+ * still pending, with SKIP LOCKED: a job cancelled or failed meanwhile is left alone (its
+ * reserved capacity stays unused until the next pass), and rows whose reason did not change are
+ * not written at all. `r.assigned` keeps only what was assigned.
+ */
+async function recordSchedule(
+  db: Db,
+  r: ScheduleResult,
+  changed: (u: ScheduleResult['unplaced'][number]) => boolean,
+): Promise<void> {
   if (r.assigned.length > 0) {
-    await sql`
-      UPDATE jobs SET state = 'assigned', worker_id = a.worker_id, assigned_at = now(), waiting_reason = NULL, placement_deadline_at = NULL
-      FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
-      WHERE jobs.id = a.id`.execute(db);
+    const done = (
+      await sql<{ id: number }>`
+      WITH a AS (
+        SELECT * FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
+      ), locked AS (
+        SELECT j.id, a.worker_id FROM jobs j JOIN a ON a.id = j.id WHERE j.state = 'pending'
+        ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+      )
+      UPDATE jobs SET state = 'assigned', worker_id = locked.worker_id, assigned_at = now(), waiting_reason = NULL, placement_deadline_at = NULL
+      FROM locked WHERE jobs.id = locked.id
+      RETURNING jobs.id`.execute(db)
+    ).rows;
+    const ids = new Set(done.map((d) => Number(d.id)));
+    r.assigned = r.assigned.filter((a) => ids.has(a.jobId));
     for (const workerId of new Set(r.assigned.map((a) => a.workerId))) {
       await sql`SELECT pg_notify('skipjack_assigned', ${workerId})`.execute(db);
     }
   }
-  if (r.unplaced.length > 0) {
+  const unplaced = r.unplaced.filter(changed);
+  if (unplaced.length > 0) {
     await sql`
-      UPDATE jobs SET waiting_reason = u.reason
-      FROM unnest(${r.unplaced.map((u) => u.jobId)}::bigint[], ${r.unplaced.map((u) => u.reason)}::text[]) AS u(id, reason)
-      WHERE jobs.id = u.id AND jobs.waiting_reason IS DISTINCT FROM u.reason`.execute(db);
+      WITH u AS (
+        SELECT * FROM unnest(${unplaced.map((u) => u.jobId)}::bigint[], ${unplaced.map((u) => u.reason)}::text[]) AS u(id, reason)
+      ), locked AS (
+        SELECT j.id, u.reason FROM jobs j JOIN u ON u.id = j.id
+        WHERE j.state = 'pending' AND j.waiting_reason IS DISTINCT FROM u.reason
+        ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+      )
+      UPDATE jobs SET waiting_reason = locked.reason FROM locked WHERE jobs.id = locked.id`.execute(db);
   }
 }
 

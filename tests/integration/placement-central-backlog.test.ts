@@ -1,6 +1,7 @@
 // Central mode with a head of jobs that fit nowhere: the job behind them that fits is placed in
 // the first pass or two, and a pass reads no more rows than its budget.
 import { sql } from 'kysely';
+import pg from 'pg';
 import type { EnqueueJob } from '../../protocol/schemas.js';
 import { scheduleOnce, type ScanCursor, type ScheduleOptions } from '../../server/placement/scheduler.js';
 import { loadPlacementSettings } from '../../server/placement/settings.js';
@@ -30,8 +31,8 @@ describe('central scheduler behind jobs that fit nowhere', () => {
       const ord = await t.client.register(worker('ord', 'ord'));
       await t.client.enqueueBatch(unfit);
       const fits = await t.client.enqueue({ command: ['true'] });
-      // The scheduler runs every 250 ms: 3 s is a dozen passes, and the fix needs one.
-      await until('the fitting job assigned', async () => (await t.client.getJob(fits.id)).state === 'assigned', 3000);
+      // The scheduler runs every 250 ms: 5 s is many passes, and the fix needs one (counted below).
+      await until('the fitting job assigned', async () => (await t.client.getJob(fits.id)).state === 'assigned', 5000);
       expect((await t.client.getJob(fits.id)).workerId).toBe(ord.id);
     } finally {
       await t.server.close();
@@ -63,6 +64,28 @@ describe('central scheduler behind jobs that fit nowhere', () => {
         expect(r.unplaced).toHaveLength(1000);
         expect(await stateOf(fits.id)).toBe('assigned');
       } finally {
+        await t.server.close();
+      }
+    });
+
+    test('a row another transaction holds is skipped, not waited on, and placed by a later pass', async () => {
+      const { t, ord, fits } = await setUp();
+      const holder = new pg.Client({ connectionString: tdb.url });
+      await holder.connect();
+      try {
+        // Pages are read without locks; the write must lock with SKIP LOCKED, never wait.
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM jobs WHERE id = $1 FOR UPDATE', [fits.id]);
+        const timeout = new Promise<'waited'>((r) => setTimeout(() => r('waited'), 3000));
+        const first = await Promise.race([pass({}), timeout]);
+        expect(first).not.toBe('waited');
+        expect(first).toMatchObject({ assigned: [] });
+        expect(await stateOf(fits.id)).toBe('pending');
+        await holder.query('COMMIT');
+        expect((await pass({})).assigned).toEqual([{ jobId: fits.id, workerId: ord.id }]);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => {});
+        await holder.end();
         await t.server.close();
       }
     });
