@@ -262,6 +262,10 @@ program
   .option('--claim-seconds <s>', 'mm-c: the claim round trip (default 0)', parseFloat)
   .option('--wake-seconds <s>', 'mm-c: the long-poll wake-up (default 0)', parseFloat)
   .option('--json', 'print one JSON object, each model under its name (e.g. pull.meanWaitSeconds)')
+  .option(
+    '--report <dir>',
+    'also write one self-contained HTML page with charts to DIR/sim-report.html (or to a path ending in .html)',
+  )
   .option('--mode <mode>', 'old spelling of --models: pull, central or both')
   .action(async (o: Record<string, unknown> & { workload: string; models: string; mode?: string }) => {
     const { runSimulation, MODELS } = await import('./simulate.js');
@@ -269,7 +273,8 @@ program
     const models = list.split(',').map((m) => m.trim());
     const unknown = models.filter((m) => !(MODELS as readonly string[]).includes(m));
     if (unknown.length) fail(`unknown model ${unknown.join(', ')} (known: ${MODELS.join(', ')})`);
-    process.exitCode = runSimulation({ ...o, models: models as (typeof MODELS)[number][] });
+    const command = ['skipjack', ...process.argv.slice(2)].join(' ');
+    process.exitCode = runSimulation({ ...o, models: models as (typeof MODELS)[number][], command });
   });
 
 addScheduleCommands(program, client);

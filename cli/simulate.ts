@@ -2,13 +2,19 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { PRESETS, preset, type PresetOptions } from '../sim/presets.js';
-import { loadTrace, MODELS, simulate, type ModelName, type SimResult } from '../sim/simulate.js';
+import { loadTrace, MODELS, simulate, type ModelName } from '../sim/simulate.js';
+import { table, verdict } from '../sim/report/table.js';
+import { writeReport } from '../sim/report/write.js';
 import { workloadSchema, type Workload } from '../sim/workload.js';
 
 export interface SimulateOptions extends PresetOptions {
   workload: string;
   models: ModelName[];
   json?: boolean;
+  /** A directory for sim-report.html, or the .html file itself. */
+  report?: string;
+  /** The command line, shown in the report. */
+  command?: string;
 }
 
 function load(o: SimulateOptions): Workload {
@@ -45,87 +51,18 @@ export function runSimulation(o: SimulateOptions): number {
     });
     return r;
   });
+  if (o.report) {
+    const file = writeReport(o.report, results, {
+      command: o.command ?? `skipjack simulate --workload ${o.workload}`,
+      workload: o.workload,
+      seed: w.seed,
+    });
+    process.stderr.write(`report written to ${file}\n`);
+  }
   if (o.json) {
     process.stdout.write(JSON.stringify(Object.fromEntries(results.map((r) => [r.model, r])), null, 2) + '\n');
   } else process.stdout.write(table(results) + '\n' + verdict(results));
   return results.some((r) => r.violations.constraint + r.violations.capacity > 0) ? 1 : 0;
-}
-
-type Row = [label: string, value: (r: SimResult) => number | string, meaning: string];
-
-const ROWS: Row[] = [
-  ['jobs', (r) => r.jobs, 'arrivals'],
-  ['completed', (r) => r.completed, 'ran to the end'],
-  ['unplaceable', (r) => r.unplaceable.count, 'refused at enqueue: no live worker could ever run them'],
-  ['still waiting', (r) => r.stillWaiting, 'pending when the run stopped'],
-  ['lost and requeued', (r) => r.lost, "runs on failed workers, requeued at the reaper's pass"],
-  ['wait mean (s)', (r) => r.wait.mean, 'arrival (or requeue) to start'],
-  ['wait p50 / p95 (s)', (r) => `${r.wait.p50} / ${r.wait.p95}`, ''],
-  ['wait p99 / max (s)', (r) => `${r.wait.p99} / ${r.wait.max}`, ''],
-  ['placement latency mean (s)', (r) => r.placementLatency.mean, 'arrival to the decision (before wake-up and claim)'],
-  ['throughput (jobs/s)', (r) => r.throughputPerSecond, 'completed / time of the last completion'],
-  [
-    'utilization cpu / mem / slots',
-    (r) => `${r.utilization.cpu} / ${r.utilization.memoryMb} / ${r.utilization.slots}`,
-    'time-averaged share in use',
-  ],
-  ['stranded capacity', (r) => r.strandedShare, 'share of slots free on workers no waiting job fits'],
-  ['distribution score', (r) => r.distributionScore, "Diego's sd/mean of memory in use per worker: lower is more even"],
-  [
-    'db statements / job',
-    (r) => r.dbStatementsPerJob,
-    'modeled: enqueue, claims (empty too), passes, assigns, heartbeats, release',
-  ],
-  ['constraint violations', (r) => r.violations.constraint, 'must be 0'],
-  ['capacity violations', (r) => r.violations.capacity, 'must be 0'],
-];
-
-export function table(results: SimResult[]): string {
-  const classes = [...new Set(results.flatMap((r) => Object.keys(r.waitByClass)))];
-  const rows: [string, string[], string][] = ROWS.map(([l, f, m]) => [l, results.map((r) => String(f(r))), m]);
-  for (const c of classes) {
-    const cell = (r: SimResult) => {
-      const d = r.waitByClass[c];
-      return d ? `${d.mean} / ${d.p99}` : '-';
-    };
-    rows.push([`  ${c}: wait mean / p99 (s)`, results.map(cell), '']);
-  }
-  const width = Math.max(...rows.map(([l]) => l.length));
-  const cols = results.map((r, i) => Math.max(r.model.length, ...rows.map(([, v]) => v[i]!.length)));
-  const line = (l: string, v: string[], m: string) =>
-    `${l.padEnd(width)}  ${v.map((x, i) => x.padStart(cols[i]!)).join('  ')}${m ? `  ${m}` : ''}`;
-  const out = [
-    line(
-      '',
-      results.map((r) => r.model),
-      '',
-    ),
-    ...rows.map(([l, v, m]) => line(l, v, m)),
-  ];
-  const reasons = Object.entries(results[0]?.unplaceable.byClass ?? {});
-  if (reasons.length)
-    out.push('', 'unplaceable, by job class:', ...reasons.map(([c, x]) => `  ${c} (${x.count}): ${x.reason}`));
-  return out.join('\n') + '\n';
-}
-
-/** Who wins each headline metric, and by how much against the runner-up. */
-export function verdict(results: SimResult[]): string {
-  if (results.length < 2) return '';
-  const metrics: [string, (r: SimResult) => number][] = [
-    ['mean wait', (r) => r.wait.mean],
-    ['p99 wait', (r) => r.wait.p99],
-    ['stranded capacity', (r) => r.strandedShare],
-    ['distribution score', (r) => r.distributionScore],
-    ['db statements per job', (r) => r.dbStatementsPerJob],
-  ];
-  const lines = metrics.map(([name, f]) => {
-    const sorted = [...results].sort((a, b) => f(a) - f(b));
-    const [best, next] = [sorted[0]!, sorted[1]!];
-    if (f(best) === f(next)) return `- ${name}: a tie (${f(best)})`;
-    const by = f(next) > 0 ? `${Math.round((1 - f(best) / f(next)) * 100)}% lower` : 'lower';
-    return `- ${name}: ${best.model} wins, ${f(best)} against ${next.model}'s ${f(next)} (${by})`;
-  });
-  return `verdict (lower is better on each):\n${lines.join('\n')}\n`;
 }
 
 export { MODELS };

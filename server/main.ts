@@ -13,7 +13,7 @@ import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { NotifyHub } from './long-poll/notify-hub.js';
-import { scheduleOnce } from './placement/scheduler.js';
+import { scheduleOnce, type ScanCursor } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
 import { startRetention } from './loops/retention.js';
 import { startScheduleLoop } from './loops/schedules.js';
@@ -97,13 +97,14 @@ export async function startServer(
   ];
   if (config.retentionMs > 0) loops.push(startRetention(db, log, config.retentionMs));
   if (hasCentralQueues(placement)) {
+    const cursor: ScanCursor = {}; // where the last pass ran out of its read budget
     loops.push(
       startLeaderLoop(
         db,
         log,
         { name: 'scheduler', lockKey: SCHEDULER_LOCK, intervalMs: placement.schedulerIntervalMs },
         async (trx) => {
-          const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs);
+          const { assigned } = await scheduleOnce(trx, placement, config.workerGoneAfterMs, { cursor });
           for (const a of assigned) log.info({ jobId: a.jobId, workerId: a.workerId }, 'job assigned');
         },
       ),

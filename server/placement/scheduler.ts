@@ -2,8 +2,16 @@
 // worker's next claim starts what was assigned to it. Also the placement deadlines and the
 // return of assignments that were never started.
 import { sql, type RawBuilder } from 'kysely';
-import { allocate, compareJobs, place, type PlacementWorker } from '../../placement/index.js';
+import {
+  allocate,
+  compareJobs,
+  freeCapacity,
+  place,
+  type PlacementJob,
+  type PlacementWorker,
+} from '../../placement/index.js';
 import type { Db, WorkerRow } from '../db.js';
+import { keyOf, pendingPage, type PendingKey } from './pending-pages.js';
 import { toPlacementJob, toPlacementWorker, type PlacementJobRow } from './rows.js';
 import { allocations, liveWorkers } from './workers.js';
 import type { PlacementSettings } from './settings.js';
@@ -19,40 +27,92 @@ function centralQueueCondition(s: PlacementSettings): RawBuilder<unknown> | null
   return s.overriddenQueues.length ? sql`queue = ANY(${s.overriddenQueues}::text[])` : null;
 }
 
-/** One scheduling pass; run it inside the leader's transaction. */
+export interface ScheduleOptions {
+  /** Assignments a pass makes at most, and the rows of one page. */
+  batch?: number;
+  /** Pending rows a pass reads at most: the bound on its cost when most of them fit nowhere. */
+  maxScan?: number;
+  /** Where the last pass stopped reading for lack of budget; kept by the leader between passes. */
+  cursor?: ScanCursor;
+}
+
+export interface ScanCursor {
+  resumeAfter?: PendingKey;
+}
+
+/**
+ * One scheduling pass; run it inside the leader's transaction. It reads pending jobs in claim
+ * order by pages, so jobs that fit nowhere never hold back the ones behind them, and stops once
+ * it has made `batch` assignments, every worker is full, or it has read `maxScan` rows. The first
+ * page always starts at the head (new urgent work); later pages continue where the previous pass
+ * ran out of budget, so every pending job is looked at within a few passes however long the queue.
+ */
 export async function scheduleOnce(
   db: Db,
   settings: PlacementSettings,
   goneAfterMs: number,
-  batch = 500,
+  options: ScheduleOptions = {},
 ): Promise<ScheduleResult> {
+  const { batch = 500, cursor = {} } = options;
+  const maxScan = Math.max(batch, options.maxScan ?? batch * 10);
   const result: ScheduleResult = { assigned: [], unplaced: [] };
   const queues = centralQueueCondition(settings);
   if (!queues) return result;
-  const jobs = (
-    await sql<PlacementJobRow>`
-    SELECT id, queue, priority, created_at, constraints, preferences FROM jobs
-    WHERE state = 'pending' AND run_at <= now() AND ${queues}
-    ORDER BY priority DESC, run_at, id LIMIT ${batch}
-    FOR UPDATE SKIP LOCKED`.execute(db)
-  ).rows
-    .map(toPlacementJob)
-    .sort(compareJobs);
-  if (jobs.length === 0) return result;
+  let page = await pendingPage(db, queues, batch, []);
+  if (page.length === 0) return result;
   let workers = await lockLiveWorkers(db, goneAfterMs);
   const ctx = { now: Date.now() };
-  for (const job of jobs) {
-    const { chosen, summary } = place(job, workers, { ...settings.configFor(job.queue), ctx });
-    if (!chosen) {
-      result.unplaced.push({ jobId: job.id, reason: workers.length ? summary : 'no live worker' });
-      continue;
+  // Workers only fill up during a pass, so a shape of job that fits nowhere stays unfit until
+  // the next pass. Plugin filters may look at anything in a job: then each job is judged.
+  const unfit = new Map<string, string>();
+  const shapeOf = (job: PlacementJob) =>
+    settings.filtersInSql ? JSON.stringify([job.queue, job.constraints]) : undefined;
+  const shown = new Map<number, string | null>(); // each row's waiting reason as read
+  const seen = new Set<number>(); // unlocked pages: a row moved in order must not count twice
+  let scanned = 0;
+  let requested = batch;
+  for (let first = true; ; first = false) {
+    scanned += page.length;
+    for (const row of page) shown.set(row.id, row.waiting_reason);
+    for (const job of page.map(toPlacementJob).sort(compareJobs)) {
+      if (result.assigned.length >= batch) break;
+      if (seen.has(job.id)) continue;
+      seen.add(job.id);
+      const shape = shapeOf(job);
+      const known = shape === undefined ? undefined : unfit.get(shape);
+      if (known !== undefined) {
+        result.unplaced.push({ jobId: job.id, reason: known });
+        continue;
+      }
+      const { chosen, summary } = place(job, workers, { ...settings.configFor(job.queue), ctx });
+      if (!chosen) {
+        const reason = workers.length ? summary : 'no live worker';
+        if (shape !== undefined) unfit.set(shape, reason);
+        result.unplaced.push({ jobId: job.id, reason });
+        continue;
+      }
+      result.assigned.push({ jobId: job.id, workerId: chosen.id });
+      workers = workers.map((w) => (w.id === chosen.id ? allocate(w, job) : w));
     }
-    result.assigned.push({ jobId: job.id, workerId: chosen.id });
-    workers = workers.map((w) => (w.id === chosen.id ? allocate(w, job) : w));
+    if (page.length < requested) {
+      cursor.resumeAfter = undefined; // read to the end: the next pass starts over
+      break;
+    }
+    if (result.assigned.length >= batch || !workers.some(hasFreeSlot)) break;
+    if (scanned >= maxScan) {
+      cursor.resumeAfter = keyOf(page.at(-1)!);
+      break;
+    }
+    // After the head page, skip ahead to where the last pass ran out of budget (both keys hold).
+    requested = maxScan - scanned; // the rest of the budget in one query: each query sorts the pending jobs
+    page = await pendingPage(db, queues, requested, [keyOf(page.at(-1)!), first ? cursor.resumeAfter : undefined]);
   }
-  await recordSchedule(db, result);
+  // Most unfit jobs already show the reason; sending only the changed ones keeps the write small.
+  await recordSchedule(db, result, (u) => shown.get(u.jobId) !== u.reason);
   return result;
 }
+
+const hasFreeSlot = (w: PlacementWorker) => w.state === 'active' && freeCapacity(w).slots > 0;
 
 /**
  * Locks the live workers' rows before reading their allocation, so a worker's own claim (which
@@ -71,21 +131,47 @@ async function lockLiveWorkers(db: Db, goneAfterMs: number): Promise<PlacementWo
   return rows.map((r) => toPlacementWorker(r, alloc.get(r.id)));
 }
 
-async function recordSchedule(db: Db, r: ScheduleResult): Promise<void> {
+/**
+ * Writes the pass. The pages were read without locks, so each row is locked here, only if it is
+ * still pending, with SKIP LOCKED: a job cancelled or failed meanwhile is left alone (its
+ * reserved capacity stays unused until the next pass), and rows whose reason did not change are
+ * not written at all. `r.assigned` keeps only what was assigned.
+ */
+async function recordSchedule(
+  db: Db,
+  r: ScheduleResult,
+  changed: (u: ScheduleResult['unplaced'][number]) => boolean,
+): Promise<void> {
   if (r.assigned.length > 0) {
-    await sql`
-      UPDATE jobs SET state = 'assigned', worker_id = a.worker_id, assigned_at = now(), waiting_reason = NULL, placement_deadline_at = NULL
-      FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
-      WHERE jobs.id = a.id`.execute(db);
+    const done = (
+      await sql<{ id: number }>`
+      WITH a AS (
+        SELECT * FROM unnest(${r.assigned.map((a) => a.jobId)}::bigint[], ${r.assigned.map((a) => a.workerId)}::uuid[]) AS a(id, worker_id)
+      ), locked AS (
+        SELECT j.id, a.worker_id FROM jobs j JOIN a ON a.id = j.id WHERE j.state = 'pending'
+        ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+      )
+      UPDATE jobs SET state = 'assigned', worker_id = locked.worker_id, assigned_at = now(), waiting_reason = NULL, placement_deadline_at = NULL
+      FROM locked WHERE jobs.id = locked.id
+      RETURNING jobs.id`.execute(db)
+    ).rows;
+    const ids = new Set(done.map((d) => Number(d.id)));
+    r.assigned = r.assigned.filter((a) => ids.has(a.jobId));
     for (const workerId of new Set(r.assigned.map((a) => a.workerId))) {
       await sql`SELECT pg_notify('skipjack_assigned', ${workerId})`.execute(db);
     }
   }
-  if (r.unplaced.length > 0) {
+  const unplaced = r.unplaced.filter(changed);
+  if (unplaced.length > 0) {
     await sql`
-      UPDATE jobs SET waiting_reason = u.reason
-      FROM unnest(${r.unplaced.map((u) => u.jobId)}::bigint[], ${r.unplaced.map((u) => u.reason)}::text[]) AS u(id, reason)
-      WHERE jobs.id = u.id`.execute(db);
+      WITH u AS (
+        SELECT * FROM unnest(${unplaced.map((u) => u.jobId)}::bigint[], ${unplaced.map((u) => u.reason)}::text[]) AS u(id, reason)
+      ), locked AS (
+        SELECT j.id, u.reason FROM jobs j JOIN u ON u.id = j.id
+        WHERE j.state = 'pending' AND j.waiting_reason IS DISTINCT FROM u.reason
+        ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+      )
+      UPDATE jobs SET waiting_reason = locked.reason FROM locked WHERE jobs.id = locked.id`.execute(db);
   }
 }
 

@@ -52,3 +52,33 @@ test('the auction spreads a class before it packs: an idle cell running the clas
   const idleWithClass = auctionScore(job, cell, { cpu: 0, memoryMb: 0, diskMb: 0, slots: 0 }, 1, 1000);
   expect(busyNoClass).toBeLessThan(idleWithClass);
 });
+
+// As in the server's scheduler: a head of jobs that fit nowhere now (a busy one-slot gpu worker,
+// hundreds of gpu jobs ahead in priority) must not hold back the cpu jobs behind them.
+test('central: jobs that fit nowhere now do not hold back the ones behind them', () => {
+  const w = workloadSchema.parse({
+    seed: 4,
+    arrivalSeconds: 300,
+    drainSeconds: 0,
+    workers: [
+      { count: 1, labels: { gpu: 'yes' }, capacity: { slots: 1 } },
+      { count: 4, capacity: { slots: 4 } },
+    ],
+    jobs: [
+      {
+        name: 'gpu',
+        ratePerSecond: 5,
+        runTime: { kind: 'fixed', seconds: 100 },
+        priority: 10,
+        constraints: { labels: { gpu: 'yes' } },
+      },
+      { name: 'cpu', ratePerSecond: 1, meanRunSeconds: 1 },
+    ],
+    costs: { batchSize: 50 },
+  });
+  const r = simulate(w, 'central');
+  expect(r.stillWaiting).toBeGreaterThan(1000); // the gpu backlog
+  expect(r.waitByClass.cpu!.count).toBeGreaterThan(250);
+  // A tick (0.25 s) plus the wake-up and claim, never the gpu backlog's hours.
+  expect(r.waitByClass.cpu!.max).toBeLessThan(0.3);
+});
