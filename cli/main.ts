@@ -298,6 +298,8 @@ program.parseAsync().catch((err: unknown) => {
   if (err instanceof ApiRequestError)
     fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
   if (err instanceof UnreachableError || err instanceof NotTheApiError) fail(err.message);
+  // Not imported for its class: that would load the database code into every command.
+  if (err instanceof Error && err.name === 'EmbeddedPostgresError') fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);
 });
