@@ -7,7 +7,7 @@ import { describeEnd, enqueue, followToEnd, withFlagNamed, type EnqueueFlags } f
 import { collect, DEFAULT_SERVER_URL, duration, int, keyValue } from './options.js';
 import { onStopSignals } from './signals.js';
 import { jobTable, placementTable, workerTable } from './tables.js';
-import { jobStates, type JobState } from '../protocol/schemas.js';
+import { jobStates, type JobState } from '../protocol/states.js';
 
 // The server, the worker, the simulator and the database are loaded by the commands that use
 // them: through tsx, loading all of them made every command, enqueue included, start in 1.3 s.
