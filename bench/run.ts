@@ -14,6 +14,7 @@ const scenarios: Record<string, () => Promise<(ctx: ScenarioContext) => Promise<
   process: async () => (await import('./scenarios/process.js')).processSpawn,
   backlog: async () => (await import('./scenarios/backlog.js')).backlog,
   idle: async () => (await import('./scenarios/idle.js')).idle,
+  'cli-start': async () => (await import('./scenarios/cli-start.js')).cliStart,
 };
 
 const opts = new Command('bench')
