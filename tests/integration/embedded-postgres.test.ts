@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort, startEmbeddedPostgres } from '../../server/embedded-postgres.js';
 import { exited } from '../support/processes.js';
@@ -40,7 +41,7 @@ async function answers(url: string): Promise<boolean> {
 test('a second start on a data directory in use is refused, naming the owner, and the first keeps its database; once the owner is killed outright, its leftover is taken over', async () => {
   const port = await freePort();
   owner = spawn(process.execPath, ['--import', 'tsx', 'tests/support/embedded-owner.ts', dataDir, String(port)], {
-    cwd: new URL('../..', import.meta.url).pathname,
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [ready] = await once(owner.stdout!, 'data');

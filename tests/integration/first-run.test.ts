@@ -6,12 +6,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { fallbackDataDir } from '../../server/embedded-binaries.js';
 import { freePort } from '../support/ports.js';
 import { exited } from '../support/processes.js';
 
-const repo = new URL('../..', import.meta.url).pathname;
+const repo = fileURLToPath(new URL('../..', import.meta.url));
 const asRoot = process.getuid?.() === 0;
 const home = mkdtempSync(join(tmpdir(), 'skipjack home '));
 const clone = join(home, 'my clone');
