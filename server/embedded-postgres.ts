@@ -61,7 +61,8 @@ async function importEmbeddedPostgres() {
  * for the message. And Ctrl-C in a terminal signals the whole foreground process group.
  * PostgreSQL must not get it: it would shut down at once while the worker is still draining and
  * needs the database to record what its jobs did. So its server starts in a process group of
- * its own, and we stop it last.
+ * its own, and we stop it last. (Under jest's module registry the package gets a copy of spawn
+ * that this does not reach: tests start the cluster in a plain Node process, embedded-owner.ts.)
  */
 async function withSpawnAdjusted<T>(
   adjust: { from: string; to: string; detached: boolean; errors: Error[] },
