@@ -15,6 +15,7 @@ const scenarios: Record<string, () => Promise<(ctx: ScenarioContext) => Promise<
   backlog: async () => (await import('./scenarios/backlog.js')).backlog,
   idle: async () => (await import('./scenarios/idle.js')).idle,
   retention: async () => (await import('./scenarios/retention.js')).retention,
+  'cli-start': async () => (await import('./scenarios/cli-start.js')).cliStart,
 };
 
 const opts = new Command('bench')

@@ -19,7 +19,18 @@ export async function runDev(
     const dataDir = resolve(process.env.SKIPJACK_DATA_DIR ?? '.skipjack/pg');
     const port = Number(process.env.SKIPJACK_PG_PORT ?? 54329);
     log.info({ dataDir, port }, 'DATABASE_URL is not set; starting an embedded PostgreSQL');
-    embedded = await startEmbeddedPostgres({ dataDir, port, onLog: (line) => log.debug({ postgres: line }) });
+    embedded = await startEmbeddedPostgres({
+      dataDir,
+      port,
+      onLog: (line) => log.debug({ postgres: line }),
+      // The default, in the clone: as root in /root, the postgres user cannot reach it.
+      dataDirMayMove: process.env.SKIPJACK_DATA_DIR === undefined,
+    });
+    if (embedded.dataDir !== dataDir)
+      log.info(
+        { dataDir: embedded.dataDir },
+        "the postgres user cannot reach the clone's .skipjack/pg; its data lives here",
+      );
     databaseUrl = embedded.url;
   }
   const config = configFromEnv(process.env, {

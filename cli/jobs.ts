@@ -1,6 +1,6 @@
 // Commands for deploy tools and operators: enqueue (and wait), status, logs, cancel, workers, drain, deregister.
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
-import { terminalStates } from '../protocol/schemas.js';
+import { terminalStates } from '../protocol/states.js';
 import { Backoff, sleep } from '../worker/backoff.js';
 import type { EnqueueJob } from '../protocol/schemas.js';
 import type { JobView } from '../protocol/types.js';

@@ -9,7 +9,7 @@ import { onStopSignals } from './signals.js';
 import { withJobOptions } from './job-options.js';
 import { addScheduleCommands } from './schedules.js';
 import { jobTable, placementTable, workerTable } from './tables.js';
-import { jobStates, type JobState } from '../protocol/schemas.js';
+import { jobStates, type JobState } from '../protocol/states.js';
 
 // The server, the worker, the simulator and the database are loaded by the commands that use
 // them: through tsx, loading all of them made every command, enqueue included, start in 1.3 s.
@@ -293,6 +293,8 @@ program.parseAsync().catch((err: unknown) => {
   if (err instanceof ApiRequestError)
     fail(err.code && CLI_HINTS[err.code] ? `${err.message}\n(${CLI_HINTS[err.code]})` : withFlagNamed(err.message));
   if (err instanceof UnreachableError || err instanceof NotTheApiError) fail(err.message);
+  // Not imported for its class: that would load the database code into every command.
+  if (err instanceof Error && err.name === 'EmbeddedPostgresError') fail(err.message);
   log.error({ err }, 'failed');
   process.exit(1);
 });

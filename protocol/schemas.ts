@@ -1,6 +1,9 @@
 // The wire API's request shapes. Server, worker and CLI share these so they cannot drift.
 import { constants } from 'node:os';
 import { z } from 'zod';
+import { endReasons, jobStates } from './states.js';
+
+export { endReasons, jobStates, terminalStates, type EndReason, type JobState } from './states.js';
 
 // PostgreSQL text cannot hold a NUL byte; refusing it here keeps it a 400, not a 500.
 // eslint-disable-next-line no-control-regex -- a NUL is exactly what this refuses (PostgreSQL text cannot hold one)
@@ -134,10 +137,6 @@ export const enqueueBatchSchema = z.strictObject({
     ),
 });
 
-export const jobStates = ['pending', 'assigned', 'running', 'succeeded', 'failed', 'cancelled'] as const;
-export type JobState = (typeof jobStates)[number];
-export const terminalStates: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
-
 export const listJobsQuerySchema = z.strictObject({
   state: z.enum(jobStates).optional(),
   queue: text().max(64).optional(),
@@ -198,18 +197,6 @@ export const appendLogsSchema = z.strictObject({
   chunks: z.array(logChunkSchema).min(1).max(10_000),
 });
 export type LogChunk = z.input<typeof logChunkSchema>;
-
-export const endReasons = [
-  'exited',
-  'timed_out',
-  'cancelled',
-  'lost',
-  'spawn_failed',
-  'refused',
-  'crash_loop',
-  'unplaceable',
-] as const;
-export type EndReason = (typeof endReasons)[number];
 
 export const releaseSchema = z.strictObject({
   leaseToken: z.uuid(),

@@ -3,12 +3,24 @@ import childProcess, { type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
+import {
+  ADVICE,
+  binariesFor,
+  dataDirFor,
+  EmbeddedPostgresError,
+  nativeDir,
+  postgresUser,
+} from './embedded-binaries.js';
+
+export { EmbeddedPostgresError } from './embedded-binaries.js';
 
 export interface EmbeddedDb {
   url: string;
   /** A URL for another database on the same cluster. */
   urlFor(database: string): string;
+  /** Where its data lives: opts.dataDir, unless it had to move (dataDirMayMove). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -18,6 +30,11 @@ export interface EmbeddedOptions {
   port: number;
   database?: string;
   onLog?: (line: string) => void;
+  /**
+   * As root, when the postgres user cannot reach dataDir (a clone under /root), keep the data in
+   * a shared directory instead (fallbackDataDir); otherwise such a dataDir is refused.
+   */
+  dataDirMayMove?: boolean;
 }
 
 const PASSWORD = 'skipjack';
@@ -38,18 +55,30 @@ async function importEmbeddedPostgres() {
 }
 
 /**
- * Ctrl-C in a terminal signals the whole foreground process group. PostgreSQL must not get it:
- * it would shut down at once while the worker is still draining and needs the database to record
- * what its jobs did. So its server starts in a process group of its own, and we stop it last.
+ * The package spawns its binaries by the paths it resolved at import; we adjust those calls.
+ * As root its binaries may run from a copy (embedded-binaries.ts). A spawn that fails (EACCES)
+ * emits an 'error' the package does not listen for, which would crash the process: we keep it
+ * for the message. And Ctrl-C in a terminal signals the whole foreground process group.
+ * PostgreSQL must not get it: it would shut down at once while the worker is still draining and
+ * needs the database to record what its jobs did. So its server starts in a process group of
+ * its own, and we stop it last. (Under jest's module registry the package gets a copy of spawn
+ * that this does not reach: tests start the cluster in a plain Node process, embedded-owner.ts.)
  */
-async function inItsOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+async function withSpawnAdjusted<T>(
+  adjust: { from: string; to: string; detached: boolean; errors: Error[] },
+  run: () => Promise<T>,
+): Promise<T> {
   const original = childProcess.spawn;
-  const detachedSpawn = (cmd: string, args: readonly string[], options: SpawnOptions = {}) =>
-    original(cmd, args, { ...options, detached: true });
-  (childProcess as { spawn: unknown }).spawn = detachedSpawn;
+  const adjusted = (cmd: string, args: readonly string[], options: SpawnOptions = {}) => {
+    const file = cmd.startsWith(adjust.from + sep) ? adjust.to + cmd.slice(adjust.from.length) : cmd;
+    const child = original(file, args, adjust.detached ? { ...options, detached: true } : options);
+    child.on('error', (err) => adjust.errors.push(err));
+    return child;
+  };
+  (childProcess as { spawn: unknown }).spawn = adjusted;
   syncBuiltinESMExports(); // the package imported `spawn` by name; this updates its binding
   try {
-    return await start();
+    return await run();
   } finally {
     (childProcess as { spawn: unknown }).spawn = original;
     syncBuiltinESMExports();
@@ -129,26 +158,48 @@ function isAncestor(ancestor: number, pid: number): boolean {
 
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDb> {
   const EmbeddedPostgres = await importEmbeddedPostgres();
-  mkdirSync(opts.dataDir, { recursive: true });
-  const quiet = (line: unknown) => opts.onLog?.(String(line).trim());
+  // PostgreSQL refuses to run as root; it then runs as a 'postgres' system user.
+  const user = process.getuid?.() === 0 ? postgresUser() : undefined;
+  const binaries = { from: nativeDir(), to: user ? binariesFor(user) : nativeDir() };
+  const dataDir = user ? dataDirFor(opts.dataDir, user, opts.dataDirMayMove ?? false) : opts.dataDir;
+  mkdirSync(dataDir, { recursive: true });
+  const recent: string[] = [];
+  const quiet = (line: unknown) => {
+    const text = String(line ?? '').trim();
+    if (text) recent.push(text);
+    if (recent.length > 5) recent.shift();
+    opts.onLog?.(text);
+  };
   const pg = new EmbeddedPostgres({
-    databaseDir: opts.dataDir,
+    databaseDir: dataDir,
     port: opts.port,
     user: 'postgres',
     password: PASSWORD,
     persistent: true,
-    // PostgreSQL refuses to run as root; the package then runs it as a 'postgres' system user.
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: user !== undefined,
     onLog: quiet,
     onError: quiet,
   });
-  if (!existsSync(join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
-  await takeOverDataDir(opts.dataDir);
-  await inItsOwnProcessGroup(() => pg.start());
+  const errors: Error[] = [];
+  const failed = (what: string, err: unknown) => {
+    const why = [...errors, ...(err instanceof Error ? [err] : [])].map((e) => e.message);
+    return new EmbeddedPostgresError(
+      `the embedded PostgreSQL ${what} (${[...why, ...recent].join('; ') || 'no output'}); ${ADVICE}`,
+    );
+  };
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    await withSpawnAdjusted({ ...binaries, detached: false, errors }, () => pg.initialise()).catch((err) => {
+      throw failed(`could not initialise its data directory ${dataDir}`, err);
+    });
+  }
+  await takeOverDataDir(dataDir);
+  await withSpawnAdjusted({ ...binaries, detached: true, errors }, () => pg.start()).catch((err) => {
+    throw failed(`in ${dataDir} stopped before it accepted connections on port ${opts.port}`, err);
+  });
   const database = opts.database ?? 'skipjack';
   const urlFor = (db: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${opts.port}/${db}`;
   await ensureDatabase(urlFor('postgres'), database);
-  return { url: urlFor(database), urlFor, stop: () => pg.stop() };
+  return { url: urlFor(database), urlFor, dataDir, stop: () => pg.stop() };
 }
 
 /** A port the OS says is free on loopback right now. */

@@ -1,5 +1,6 @@
 // The command line as a user runs it, against a real server.
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { WorkerAgent } from '../../worker/agent.js';
 import { startServer } from '../../server/main.js';
@@ -30,7 +31,7 @@ const skipjack = (...args: string[]) => skipjackAt(t.server.url, ...args);
 function skipjackAt(url: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(skipjackCommand, ['--server', url, ...args], {
-      cwd: new URL('../..', import.meta.url).pathname,
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -18,8 +18,13 @@ export default async function globalSetup(): Promise<void> {
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const dataDir = mkdtempSync(join(tmpdir(), 'skipjack-test-pg-'));
-    const embedded = await startEmbeddedPostgres({ dataDir, port: await freePort(), database: 'postgres' });
-    (globalThis as EmbeddedHolder).__SKIPJACK_EMBEDDED__ = { embedded, dataDir };
+    const embedded = await startEmbeddedPostgres({
+      dataDir,
+      port: await freePort(),
+      database: 'postgres',
+      dataDirMayMove: true,
+    });
+    (globalThis as EmbeddedHolder).__SKIPJACK_EMBEDDED__ = { embedded, dataDir: embedded.dataDir };
     adminUrl = embedded.url;
   }
   const admin = new pg.Client({ connectionString: adminUrl });

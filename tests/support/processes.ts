@@ -1,11 +1,12 @@
 // Real worker processes for tests, and checks that nothing a test started outlives it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { processGroupAlive } from '../../worker/supervisor.js';
 
 const started = new Set<ChildProcess>();
 
 /** The skipjack command (bin/skipjack, what npm links), as an operator runs it. */
-export const skipjackCommand = new URL('../../bin/skipjack', import.meta.url).pathname;
+export const skipjackCommand = fileURLToPath(new URL('../../bin/skipjack', import.meta.url));
 
 /** `skipjack worker` as its own OS process, exactly as an operator would run it. */
 export function spawnWorkerProcess(
@@ -14,7 +15,7 @@ export function spawnWorkerProcess(
   output: 'inherit' | 'pipe' = 'inherit',
 ): ChildProcess {
   const child = spawn(skipjackCommand, ['--server', serverUrl, 'worker', ...args], {
-    cwd: new URL('../..', import.meta.url).pathname,
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
     // A worker whose output the test reads logs its warnings; one that only inherits jest's stderr
     // is quiet unless TEST_LOG_LEVEL asks, so that jest's report is not buried in log lines.
     env: { ...process.env, LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? (output === 'pipe' ? 'warn' : 'silent') },
