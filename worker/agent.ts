@@ -52,6 +52,7 @@ export class WorkerAgent {
         this.claims.onJobEnded();
         this.heartbeats.nudge();
       },
+      armDeadline: (at) => this.spawnHelper?.killAllBy(at),
     });
     // What both loops work with; each takes the narrow part of it that its deps type names.
     const shared = {

@@ -4,7 +4,7 @@
 import { ApiRequestError, type SkipjackClient } from '../protocol/client.js';
 import { eitherAborts } from './abort.js';
 import { sleep } from './backoff.js';
-import { leaseExtendedAt } from './lease-clock.js';
+import { killByForLease, leaseExtendedAt } from './lease-clock.js';
 import type { ReleaseBatcher } from './release-batcher.js';
 import { isUnknownWorker, type Registration } from './registration.js';
 import type { RunningJobs } from './running-jobs.js';
@@ -12,7 +12,7 @@ import type { RunningJobs } from './running-jobs.js';
 export interface HeartbeatLoopDeps {
   client: Pick<SkipjackClient, 'workerHeartbeat'>;
   releases: Pick<ReleaseBatcher, 'withdraw'>;
-  jobs: Pick<RunningJobs, 'runs' | 'heldRun' | 'anyStopping'>;
+  jobs: Pick<RunningJobs, 'runs' | 'heldRun' | 'anyStopping' | 'leasesChanged'>;
   /** heartbeatWaits is turned off here when the server turns out not to hold heartbeats. */
   worker: Readonly<Pick<Registration, 'id' | 'heartbeatMs' | 'leaseTtlMs' | 'log'>> &
     Pick<Registration, 'heartbeatWaits'>;
@@ -112,6 +112,7 @@ export class HeartbeatLoop {
         jobs.heldRun(id)?.onLeaseLost();
       }
       for (const run of runs) if (!run.leaseLost) run.leaseExtendedAt = Math.max(run.leaseExtendedAt, extendedAt);
+      jobs.leasesChanged();
       if (answer.drain && !this.deps.stopClaiming.aborted) {
         worker.log.info('server asked this worker to drain');
         this.deps.drain();
@@ -150,12 +151,8 @@ export class HeartbeatLoop {
         { jobId, leaseTtlMs: worker.leaseTtlMs },
         'no heartbeat got through for the lease TTL; its lease is gone, stopping the job',
       );
-      // Killed before the lease ends, its grace cut short if need be: the margin covers a late timer.
-      const margin = Math.min(LEASE_END_MARGIN_MS, worker.leaseTtlMs / 10);
-      run.onLeaseLost(run.leaseExtendedAt + worker.leaseTtlMs - margin);
+      // Killed before the lease ends, its grace cut short if need be.
+      run.onLeaseLost(killByForLease(run.leaseExtendedAt, worker.leaseTtlMs));
     }
   }
 }
-
-/** How long before a lease runs out a job stopped for it is SIGKILLed, at most (a tenth of the TTL if less). */
-const LEASE_END_MARGIN_MS = 1000;

@@ -21,3 +21,11 @@ export function leaseExtendedAt(
   const held = typeof serverMs === 'number' && serverMs >= 0 ? Math.min(serverMs, roundTrip) : 0;
   return sentAt + held - leaseAgeMs;
 }
+
+/** How long before a lease runs out a job stopped for it is SIGKILLed, at most (a tenth of the TTL if less). */
+const LEASE_END_MARGIN_MS = 1000;
+
+/** When a job must be dead by, if its lease cannot be extended: its end less a margin for a late timer. */
+export function killByForLease(extendedAt: number, leaseTtlMs: number): number {
+  return extendedAt + leaseTtlMs - Math.min(LEASE_END_MARGIN_MS, leaseTtlMs / 10);
+}

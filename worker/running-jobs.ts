@@ -2,6 +2,7 @@
 // unreleased: what the claim loop counts room by, the heartbeat names, and the drain waits on.
 import type { ClaimedJob } from '../protocol/types.js';
 import { JobRun, type JobRunDeps } from './job-run.js';
+import { killByForLease } from './lease-clock.js';
 import { lazyChild } from './lazy-log.js';
 import { redactor } from './redact.js';
 import type { Registration } from './registration.js';
@@ -13,6 +14,11 @@ export interface RunningJobsDeps extends Omit<JobRunDeps, 'launch' | 'log'> {
   worker: Readonly<Pick<Registration, 'log' | 'leaseTtlMs'>>;
   /** A run ended, released or not: its slot is free. */
   onEnded(): void;
+  /**
+   * When every job here must be dead by unless a lease is extended first (null: no job runs).
+   * The spawn helper kills them then by itself: a worker paused (SIGSTOP) or starved cannot.
+   */
+  armDeadline(killAllBy: number | null): void;
 }
 
 export class RunningJobs {
@@ -86,10 +92,21 @@ export class RunningJobs {
       },
     );
     this.running.set(job.leaseToken, { run, done });
+    this.leasesChanged();
+  }
+
+  /** A lease began, was extended, or ended: the earliest end moves the spawn helper's deadline. */
+  leasesChanged(): void {
+    let earliest: number | null = null;
+    // A run whose lease is lost counts too: past its lease's end it may run elsewhere.
+    for (const { run } of this.running.values())
+      if (earliest === null || run.leaseExtendedAt < earliest) earliest = run.leaseExtendedAt;
+    this.deps.armDeadline(earliest === null ? null : killByForLease(earliest, this.deps.worker.leaseTtlMs));
   }
 
   private ended(run: JobRun): void {
     this.running.delete(run.job.leaseToken);
+    this.leasesChanged();
     if (!run.released) this.rememberUnreleased(run.job.leaseToken);
     this.deps.onEnded();
   }

@@ -10,6 +10,9 @@ Frames on stdin and stdout: a header of two big-endian uint32 (JSON length, payl
 JSON, then the payload (output bytes, for 'out' only).
   in:  {t: spawn, id, file, args, cwd, env, stop: {signal (a number), graceSeconds}}
        {t: drop, id}: stop reading a job's output
+       {t: deadline, killIn}: SIGKILL every job in killIn seconds unless a later deadline comes
+       first (null: none). The worker moves it as its leases are extended; a worker that stops
+       answering (SIGSTOP, a stall) cannot, and its jobs die before their leases can run out.
   out: {t: ready}  {t: spawned, id, pid}  {t: failed, id, message}  {t: out, id, stream} + bytes
        {t: eof, id, stream}  {t: exit, id, code, signal, alone}
 'alone': the job's process group had no other member when its main process was reaped.
@@ -37,6 +40,7 @@ sel = selectors.DefaultSelector()
 out = sys.stdout.buffer
 jobs = {}  # id -> {"proc": Popen, "pidfd": int, "open": set of stream names, "stop": (signal, grace)}
 leftovers = {}  # pgid -> (signal, grace): groups a reaped job left members in, until seen empty
+kill_at = None  # time.monotonic() when every job is SIGKILLed, unless the worker moves it
 
 
 def send(msg, payload=b""):
@@ -213,6 +217,30 @@ def signal_name(number):
         return f"SIGRTMIN+{number - signal.SIGRTMIN}" if number >= signal.SIGRTMIN else f"SIG{number}"
 
 
+def set_deadline(kill_in):
+    global kill_at
+    kill_at = None if kill_in is None else time.monotonic() + max(0.0, float(kill_in))
+
+
+def kill_all_if_due():
+    """The worker let its deadline pass: its leases may be gone, so its jobs die now."""
+    global kill_at
+    if kill_at is None or time.monotonic() < kill_at:
+        return
+    kill_at = None
+    forget_empty_leftovers()
+    for pgid in list(leftovers) + [job["proc"].pid for job in jobs.values() if job["pidfd"] is not None]:
+        signal_group(pgid, signal.SIGKILL)
+    sys.stderr.write("spawn helper: the worker did not extend its deadline; its jobs were killed\n")
+
+
+def select_timeout():
+    waits = [1.0] if leftovers else []
+    if kill_at is not None:
+        waits.append(max(0.0, kill_at - time.monotonic()))
+    return min(waits) if waits else None
+
+
 class Commands:
     """Frames arriving on stdin."""
 
@@ -230,6 +258,8 @@ class Commands:
             self.buf = self.buf[end:]
             if msg["t"] == "spawn":
                 spawn(msg)
+            elif msg["t"] == "deadline":
+                set_deadline(msg.get("killIn"))
             elif msg["t"] == "drop" and msg["id"] in jobs:
                 for stream in list(jobs[msg["id"]]["open"]):
                     close_stream(msg["id"], stream)
@@ -248,7 +278,8 @@ def main():
     while True:
         out.flush()
         forget_empty_leftovers()
-        for key, _ in sel.select(1.0 if leftovers else None):
+        kill_all_if_due()
+        for key, _ in sel.select(select_timeout()):
             kind, jid, stream = key.data
             if kind == "in":
                 try:

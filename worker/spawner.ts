@@ -146,6 +146,17 @@ export class SpawnHelper {
     stdin.write(frame(msg));
   }
 
+  /**
+   * The helper SIGKILLs every job it runs at `at` (epoch ms) unless told a later time first, or
+   * null for none: a dead man's switch, so that a worker that stops answering (SIGSTOP, a long
+   * stall) cannot keep a job running past its lease while the job runs again elsewhere.
+   */
+  killAllBy(at: number | null): void {
+    const helper = this.helper;
+    if (!helper || !this.ready.has(helper) || helper.exitCode !== null || helper.signalCode !== null) return;
+    this.send(helper, { t: 'deadline', killIn: at === null ? null : Math.max(0, (at - Date.now()) / 1000) });
+  }
+
   /** Ends the helper. Call it once no job runs: a job still running then is stopped by the helper. */
   stop(): void {
     this.helper?.stdin?.end();

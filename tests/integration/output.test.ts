@@ -6,7 +6,7 @@ import { startServer } from '../../server/main.js';
 import { quietLog, until, type TestServer } from '../support/server.js';
 import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
 
-const fx = useWorkerFixture(1500);
+const fx = useWorkerFixture();
 let t: TestServer;
 beforeAll(() => {
   t = fx.t;
