@@ -186,6 +186,9 @@ export const claimOneSchema = z.strictObject({ workerId: z.uuid() });
 
 export const jobHeartbeatSchema = z.strictObject({ leaseToken: z.uuid() });
 
+/** A job's output past this (or its outputCapBytes) is cut by its worker, and refused by the server. */
+export const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024 * 1024;
+
 export const logChunkSchema = z.strictObject({
   offset: z.number().int().min(0),
   stream: z.enum(['stdout', 'stderr', 'system']).default('stdout'),

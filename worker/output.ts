@@ -1,3 +1,4 @@
+import { DEFAULT_OUTPUT_CAP_BYTES } from '../protocol/schemas.js';
 /**
  * The output of one job attempt as a single byte sequence: stdout and stderr interleaved in
  * arrival order, each chunk labelled with its stream and its byte offset in the sequence.
@@ -13,7 +14,7 @@ export interface OutputChunk {
   data: Buffer;
 }
 
-export const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024 * 1024;
+export { DEFAULT_OUTPUT_CAP_BYTES };
 
 export function truncationMarker(capBytes: number): Buffer {
   return Buffer.from(`\n[skipjack] output truncated at ${capBytes} bytes; the job kept running\n`);

@@ -1,13 +1,11 @@
 // Deploy-tool and operator routes: enqueue, read, list, cancel, logs.
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import pg from 'pg';
 import {
   enqueueBatchSchema,
   enqueueJobSchema,
   type EnqueueJobParsed,
   listJobsQuerySchema,
-  terminalStates,
-  type JobState,
 } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { claimsInOneStatement } from '../store/claims.js';
@@ -15,16 +13,8 @@ import { insertThenClaim } from '../store/hand-off.js';
 import type { ClaimRow, JobRow } from '../db.js';
 import { fitsWhenIdle, queueFilter } from '../../placement/index.js';
 import { toJobView, toRunView } from '../store/job-view.js';
-import {
-  cancelJob,
-  enqueueJobs,
-  fitsOneStatement,
-  getJob,
-  listAttempts,
-  listJobs,
-  type RunRow,
-} from '../store/jobs.js';
-import { readLogs } from '../store/leases.js';
+import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJobs } from '../store/jobs.js';
+import { followLogs, sendLogs } from './log-stream.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
 import { enqueueVerdicts, explainPlacement, waitingReason, waitingReasons } from '../placement/explain.js';
@@ -126,9 +116,7 @@ export function jobRoutes(ctx: AppContext): Router {
     await getJob(ctx.db, id);
     res.type('text/plain');
     if (q.follow === '1' || q.follow === 'true') return followLogs(ctx, id, res);
-    const chunks = await readLogs(ctx.db, id, { attempt: q.attempt });
-    const whole = q.attempt === undefined;
-    res.send(joinRuns(chunks, whole, whole ? await listAttempts(ctx.db, id) : []));
+    await sendLogs(ctx, id, res, q.attempt);
   });
 
   return r;
@@ -243,58 +231,4 @@ async function takeSleepingClaim(ctx: AppContext, jobs: EnqueueJobParsed[]) {
       due.some((j) => queueFilter.check(j, w, { now }) === null && fitsWhenIdle(j, w, { now }) === null)
     );
   });
-}
-
-type Chunk = { attempt: number; byte_offset: number; data: Buffer };
-
-/**
- * Concatenates chunks; when several runs are shown, a header line marks where each begins, and a
- * run that was lost says so where its output stops (it did not end: its worker went away).
- */
-function joinRuns(chunks: Chunk[], headers: boolean, runs: RunRow[] = []): Buffer {
-  const runsSeen = new Set(chunks.map((c) => c.attempt));
-  const parts: Buffer[] = [];
-  let run = -1;
-  for (const c of chunks) {
-    if (headers && c.attempt !== run) {
-      if (run !== -1) parts.push(Buffer.from(lostLine(runs, run)));
-      if (runsSeen.size > 1) parts.push(Buffer.from(`--- run ${c.attempt} ---\n`));
-    }
-    run = c.attempt;
-    parts.push(c.data);
-  }
-  if (headers && run !== -1) parts.push(Buffer.from(lostLine(runs, run)));
-  return Buffer.concat(parts);
-}
-
-/** The line that ends a lost run's output; '' for any other run. */
-function lostLine(runs: RunRow[], attempt: number): string {
-  const run = runs.find((r) => r.attempt === attempt);
-  if (run?.outcome !== 'lost') return '';
-  return `--- run ${attempt} was lost: ${run.error ?? 'its worker went away'}; its output stops here ---\n`;
-}
-
-// Streams output as it is stored, woken by NOTIFY, and ends once the job is finished and drained.
-async function followLogs(ctx: AppContext, id: number, res: Response) {
-  const abort = new AbortController();
-  res.on('close', () => abort.abort());
-  let pos = { run: 0, offset: 0 };
-  res.flushHeaders();
-  while (!abort.signal.aborted) {
-    const state = (await getJob(ctx.db, id)).state as JobState;
-    const chunks = await readLogs(ctx.db, id, { afterRun: pos.run, afterOffset: pos.offset });
-    for (const c of chunks) {
-      if (c.attempt !== pos.run && pos.run !== 0)
-        res.write(lostLine(await listAttempts(ctx.db, id), pos.run) + `--- run ${c.attempt} ---\n`);
-      res.write(c.data);
-      pos = { run: c.attempt, offset: c.byte_offset + c.data.length };
-    }
-    if (terminalStates.includes(state) && chunks.length === 0) {
-      if (pos.run !== 0) res.write(lostLine(await listAttempts(ctx.db, id), pos.run));
-      break;
-    }
-    if (chunks.length === 0)
-      await ctx.hub.wait('skipjack_logs', 1000, (p) => p === String(id) || p === 'closing', [abort.signal]);
-  }
-  res.end();
 }

@@ -2,7 +2,7 @@
 // that lost its lease (expired, reclaimed) changes nothing: the fencing invariant.
 import { sql } from 'kysely';
 import type { z } from 'zod';
-import type { releaseSchema, restartSchema } from '../../protocol/schemas.js';
+import { DEFAULT_OUTPUT_CAP_BYTES, type releaseSchema, type restartSchema } from '../../protocol/schemas.js';
 import type { Db } from '../db.js';
 import { HttpError, staleLease } from '../errors.js';
 
@@ -112,24 +112,29 @@ export async function appendLogs(
 ): Promise<AppendResult> {
   return db.transaction().execute(async (trx) => {
     const job = (
-      await sql<{ runs: number }>`
-      SELECT runs FROM jobs WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
+      await sql<{ runs: number; cap: number | null }>`
+      SELECT runs, output_cap_bytes AS cap FROM jobs WHERE id = ${jobId} AND lease_token = ${leaseToken} AND state = 'running'
       FOR NO KEY UPDATE`.execute(trx)
     ).rows[0];
     if (!job) throw staleLease(jobId);
+    // The worker cuts output at the cap and adds its marker; a worker that does not is cut here.
+    const limit = Number(job.cap ?? DEFAULT_OUTPUT_CAP_BYTES) + MARKER_ROOM_BYTES;
     let end = await logEnd(trx as unknown as Db, jobId, job.runs);
     const rows = [];
     for (const c of [...chunks].sort((a, b) => a.offset - b.offset)) {
       const chunkEnd = c.offset + c.data.length;
       if (chunkEnd <= end) continue;
-      if (c.offset > end) throw gapError(jobId, end, c.offset);
-      rows.push({
-        job_id: jobId,
-        attempt: job.runs,
-        byte_offset: end,
-        stream: c.stream,
-        data: c.data.subarray(end - c.offset),
-      });
+      // Past the limit nothing is kept, so nothing can be missing either.
+      if (c.offset > end && end < limit) throw gapError(jobId, end, c.offset);
+      const kept = Math.min(chunkEnd, limit);
+      if (kept > end)
+        rows.push({
+          job_id: jobId,
+          attempt: job.runs,
+          byte_offset: end,
+          stream: c.stream,
+          data: c.data.subarray(end - c.offset, kept - c.offset),
+        });
       end = chunkEnd;
     }
     if (rows.length > 0) {
@@ -143,6 +148,9 @@ export async function appendLogs(
     return { end, stored: rows.reduce((n, r) => n + r.data.length, 0) };
   });
 }
+
+/** Past the cap, room for the worker's truncation marker. */
+const MARKER_ROOM_BYTES = 1024;
 
 async function logEnd(db: Db, jobId: number, run: number): Promise<number> {
   const last = (
@@ -165,19 +173,36 @@ function gapError(jobId: number, end: number, offset: number) {
 }
 
 /** A run's output, or every run's with a header line between runs. */
-export async function readLogs(
+/** Where a read of output goes on from: after byte `offset` of run `run` (0, 0: the start). */
+export interface LogCursor {
+  run: number;
+  offset: number;
+}
+
+/**
+ * A page of a job's output after `from`, in run and byte order: whole chunks up to about
+ * `maxBytes` (at least one), so that reading a run of a GiB never holds more than a page.
+ * `attempt` keeps to one run.
+ */
+export async function readLogPage(
   db: Db,
   jobId: number,
-  opts: { attempt?: number; afterRun?: number; afterOffset?: number } = {},
-) {
-  let q = db.selectFrom('job_logs').select(['attempt', 'byte_offset', 'data']).where('job_id', '=', jobId);
-  if (opts.attempt !== undefined) q = q.where('attempt', '=', opts.attempt);
-  if (opts.afterRun !== undefined) {
-    const run = opts.afterRun;
-    const offset = opts.afterOffset ?? 0;
-    q = q.where((eb) =>
-      eb.or([eb('attempt', '>', run), eb.and([eb('attempt', '=', run), eb('byte_offset', '>=', offset)])]),
-    );
-  }
-  return q.orderBy('attempt').orderBy('byte_offset').execute();
+  from: LogCursor,
+  opts: { attempt?: number; maxBytes?: number } = {},
+): Promise<{ attempt: number; byte_offset: number; data: Buffer }[]> {
+  const maxBytes = opts.maxBytes ?? LOG_PAGE_BYTES;
+  const onlyRun = opts.attempt === undefined ? sql`` : sql`AND attempt = ${opts.attempt}`;
+  // octet_length of a stored value reads its size, not its bytes: the rows past the page cost little.
+  const { rows } = await sql<{ attempt: number; byte_offset: number; data: Buffer }>`
+    SELECT attempt, byte_offset, data FROM (
+      SELECT attempt, byte_offset, data,
+        sum(octet_length(data)) OVER (ORDER BY attempt, byte_offset) - octet_length(data) AS before
+      FROM job_logs
+      WHERE job_id = ${jobId} AND (attempt, byte_offset) >= (${from.run}, ${from.offset}) ${onlyRun}
+      ORDER BY attempt, byte_offset LIMIT 1000) page
+    WHERE before < ${maxBytes} ORDER BY attempt, byte_offset`.execute(db);
+  return rows.map((r) => ({ ...r, byte_offset: Number(r.byte_offset) }));
 }
+
+/** About what one read of output holds in memory. */
+export const LOG_PAGE_BYTES = 1024 * 1024;

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { startServer } from '../../server/main.js';
+import { readLogPage } from '../../server/store/leases.js';
 import { quietLog, until, type TestServer } from '../support/server.js';
 import { finishedOn, startFixtureWorker, useWorkerFixture } from '../support/worker-fixture.js';
 
@@ -114,4 +115,40 @@ test("a lost run's output ends with a line saying it was lost, and why, in the w
   expect(await t.client.logs(job.id)).toBe(whole);
   const followed = await fetch(`${t.server.url}/jobs/${job.id}/logs?follow=1`).then((r) => r.text());
   expect(followed).toBe(`first try\n${lost}--- run 2 ---\nsecond try\n`);
+});
+
+test('the server keeps no output past the cap (and room for the marker), whatever a worker sends', async () => {
+  const w = await t.client.register({ name: 'raw-cap', queues: ['server-cap'] });
+  const job = await t.client.enqueue({ command: ['true'], queue: 'server-cap', outputCapBytes: 1024 });
+  const [claimed] = (await t.client.claim(w.id, 1)).jobs;
+  const chunk = (offset: number, bytes: number) => [
+    { offset, stream: 'stdout' as const, data: Buffer.alloc(bytes, 'x').toString('base64') },
+  ];
+  expect(await t.client.appendLogs(job.id, claimed.leaseToken, chunk(0, 10_000))).toEqual({
+    end: 10_000,
+    stored: 2048,
+  });
+  // Past the limit nothing is missing: the next chunk is taken (and dropped), not a gap.
+  expect(await t.client.appendLogs(job.id, claimed.leaseToken, chunk(10_000, 10_000))).toEqual({
+    end: 20_000,
+    stored: 0,
+  });
+  expect((await rawLogs(job.id)).length).toBe(2048);
+});
+
+test('output is read a page at a time: whole chunks up to about a MiB, at least one', async () => {
+  const job = await t.client.enqueue({ command: ['true'], queue: 'pages' });
+  const chunk = 600 * 1024;
+  await sql`
+    INSERT INTO job_logs (job_id, attempt, byte_offset, stream, data)
+    SELECT ${job.id}, 1, g * ${chunk}, 'stdout', convert_to(repeat('y', ${chunk}), 'UTF8') FROM generate_series(0, 3) g`.execute(
+    t.tdb.db,
+  );
+  const offsets = async (from: { run: number; offset: number }, maxBytes?: number) =>
+    (await readLogPage(t.tdb.db, job.id, from, { maxBytes })).map((c) => c.byte_offset);
+  expect(await offsets({ run: 0, offset: 0 })).toEqual([0, chunk]);
+  expect(await offsets({ run: 1, offset: 2 * chunk })).toEqual([2 * chunk, 3 * chunk]);
+  expect(await offsets({ run: 1, offset: 0 }, 1)).toEqual([0]);
+  // Read whole, through the pages, it is every byte in order.
+  expect((await rawLogs(job.id)).equals(Buffer.alloc(4 * chunk, 'y'))).toBe(true);
 });
