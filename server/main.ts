@@ -11,7 +11,7 @@ import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
 import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type Metrics } from './metrics/index.js';
 import { NotifyHub } from './long-poll/notify-hub.js';
 import { scheduleOnce } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
@@ -48,7 +48,11 @@ export async function startServer(
   const hub = new NotifyHub(config.databaseUrl, log);
   await hub.start();
   const sleepingClaims = new SleepingClaims();
-  const metrics = createMetrics(() => sleepingClaims.size);
+  const metrics = createMetrics(db, {
+    sleepingLongPolls: () => sleepingClaims.size,
+    workerWindowMs: config.workerGoneAfterMs,
+    onError: (err) => log.warn({ err }, 'metrics: reading run times failed'),
+  });
   hub.onWakeSkipped = () => metrics.wakeupsSkipped.inc();
   const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
@@ -116,6 +120,7 @@ export async function startServer(
     metrics,
     async close() {
       closing.abort();
+      metrics.samples.stop();
       heartbeats.flush();
       dueWakeups.stop();
       await Promise.all(loops.map((l) => l.stop()));

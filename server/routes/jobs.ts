@@ -19,6 +19,7 @@ import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJob
 import { readLogs } from '../store/leases.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
+import { refusalLabel } from '../metrics/labels.js';
 import { enqueueVerdicts, explainPlacement, waitingReason } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
 import { z } from 'zod';
@@ -57,7 +58,7 @@ export function jobRoutes(ctx: AppContext): Router {
       sleeperForOne ?? (jobs.length > 1 ? await takeSleepingClaim(ctx, jobs) : null),
     );
     for (const { job, created } of results) {
-      if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
+      if (created) ctx.metrics.enqueued.inc({ queue: ctx.metrics.queues.label(job.queue) });
       ctx.log.info(
         { jobId: job.id, queue: job.queue, created },
         created ? 'job enqueued' : 'idempotent repeat: returning the existing job',
@@ -149,6 +150,8 @@ async function checkPlaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: 
   const refused = checked.flatMap(({ index }, i) =>
     verdicts[i].refused ? [{ index, reason: verdicts[i].refused! }] : [],
   );
+  for (const v of verdicts)
+    if (v.refused) ctx.metrics.placementRefusals.inc({ reason: refusalLabel(v.refusedBy ?? '') });
   if (refused.length === 0)
     return new Map(checked.flatMap(({ index }, i) => (verdicts[i].waiting ? [[index, verdicts[i].waiting!]] : [])));
   const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');
