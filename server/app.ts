@@ -6,7 +6,7 @@ import { authenticate } from './auth.js';
 import { HttpError } from './errors.js';
 import { plainJsonBody } from './json-body.js';
 import { httpMetrics } from './metrics/http.js';
-import { openApiDocument } from './openapi.js';
+import { openApiDocument } from './openapi/index.js';
 import { claimRoutes } from './routes/claims.js';
 import { jobRoutes } from './routes/jobs.js';
 import { leaseRoutes } from './routes/leases.js';

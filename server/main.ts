@@ -31,6 +31,8 @@ export interface RunningServer {
   port: number;
   /** The counters /metrics serves, for a process that embeds the server. */
   metrics: Metrics;
+  /** The Express app, whose router lists the routes served (the OpenAPI test walks it). */
+  app: ReturnType<typeof createApp>;
   close(): Promise<void>;
 }
 
@@ -118,6 +120,7 @@ export async function startServer(
     url,
     port,
     metrics,
+    app,
     async close() {
       closing.abort();
       metrics.samples.stop();

@@ -6,6 +6,7 @@ import {
   enqueueJobSchema,
   type EnqueueJobParsed,
   listJobsQuerySchema,
+  logsQuerySchema,
   terminalStates,
   type JobState,
 } from '../../protocol/schemas.js';
@@ -22,17 +23,6 @@ import { HttpError } from '../errors.js';
 import { refusalLabel } from '../metrics/labels.js';
 import { enqueueVerdicts, explainPlacement, waitingReason } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
-import { z } from 'zod';
-
-const logsQuery = z.strictObject({
-  attempt: z.coerce
-    .number()
-    .int()
-    .positive()
-    .max(2 ** 31 - 1)
-    .optional(),
-  follow: z.enum(['0', '1', 'true', 'false']).optional(),
-});
 
 export function jobRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -113,7 +103,7 @@ export function jobRoutes(ctx: AppContext): Router {
 
   r.get('/jobs/:id/logs', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
-    const q = parse(logsQuery, req.query, 'query');
+    const q = parse(logsQuerySchema, req.query, 'query');
     await getJob(ctx.db, id);
     res.type('text/plain');
     if (q.follow === '1' || q.follow === 'true') return followLogs(ctx, id, res);
