@@ -53,7 +53,7 @@ export async function startServer(
   const metrics = createMetrics(db, {
     sleepingLongPolls: () => sleepingClaims.size,
     workerWindowMs: config.workerGoneAfterMs,
-    onError: (err) => log.warn({ err }, 'metrics: reading run times failed'),
+    onError: (err) => log.warn({ err }, 'metrics: a database read failed'),
   });
   hub.onWakeSkipped = () => metrics.wakeupsSkipped.inc();
   const placement = await loadPlacementSettings(config.placement, config.placementMode);

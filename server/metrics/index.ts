@@ -76,7 +76,8 @@ export function createMetrics(db: Db | null, options: MetricsOptions = {}) {
     samples,
     /** The exposition text: database gauges and noted runs read first. */
     async render(): Promise<string> {
-      await Promise.all([scrape?.read(), samples.flush()]);
+      // A database that cannot be read leaves its gauges as last read: the process's own metrics still serve.
+      await Promise.all([scrape?.read().catch(onError), samples.flush()]);
       return registry.metrics();
     },
     enqueued: counter('skipjack_jobs_enqueued_total', 'Jobs enqueued', ['queue']),

@@ -4,7 +4,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { liveJobsByQueueSql } from '../../server/store/metrics.js';
+import { createDb } from '../../server/db.js';
+import { createMetrics } from '../../server/metrics/index.js';
 import { status } from '../support/api.js';
+import { freePort } from '../support/ports.js';
 import { startTestServer, until, type TestServer } from '../support/server.js';
 
 let t: TestServer;
@@ -180,4 +183,17 @@ test('the scrape reads live jobs by index, not the ended ones: no sequential sca
         .join('\n'),
     );
   await sql`DELETE FROM jobs WHERE queue LIKE 'ended-%'`.execute(t.tdb.db);
+});
+
+test('a database that cannot be read still leaves the process metrics served', async () => {
+  const port = await freePort();
+  const { db } = createDb(`postgres://nobody@127.0.0.1:${port}/none`);
+  const errors: unknown[] = [];
+  const m = createMetrics(db, { onError: (e) => errors.push(e) });
+  m.samples.claimed([{ id: 1, runs: 1 }]);
+  const text = await m.render();
+  expect(text).toMatch(/^process_cpu_user_seconds_total /m);
+  expect(errors.length).toBeGreaterThanOrEqual(1);
+  m.samples.stop();
+  await db.destroy();
 });
