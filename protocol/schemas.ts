@@ -144,6 +144,17 @@ export const listJobsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
+/** GET /jobs/:id/logs: one run's output, or follow the job's until it ends. */
+export const logsQuerySchema = z.strictObject({
+  attempt: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .optional(),
+  follow: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+
 export const availableQuerySchema = z.strictObject({
   available: z.string().optional(),
   worker: z.uuid(),

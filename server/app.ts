@@ -5,7 +5,8 @@ import type { AppContext } from './context.js';
 import { authenticate } from './auth.js';
 import { HttpError } from './errors.js';
 import { plainJsonBody } from './json-body.js';
-import { openApiDocument } from './openapi.js';
+import { httpMetrics } from './metrics/http.js';
+import { openApiDocument } from './openapi/index.js';
 import { claimRoutes } from './routes/claims.js';
 import { jobRoutes } from './routes/jobs.js';
 import { leaseRoutes } from './routes/leases.js';
@@ -20,6 +21,7 @@ export function createApp(ctx: AppContext) {
   app.disable('x-powered-by');
   // Express hashes every answer for an ETag, a claim's thousand jobs included; no client of this API revalidates.
   app.disable('etag');
+  app.use(httpMetrics(ctx.metrics));
   app.use(authenticate(ctx.config.tokens));
   app.use(plainJsonBody(BODY_LIMIT_BYTES));
   app.use(express.json({ limit: BODY_LIMIT_BYTES }));
@@ -36,11 +38,14 @@ export function createApp(ctx: AppContext) {
     res.json({ ok: true });
   });
   app.get('/metrics', async (_req, res) => {
-    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.render());
   });
   app.get('/openapi.json', (_req, res) => void res.json(openApiDocument()));
   app.get('/', (_req, res) => void res.type('html').send(dashboardPage()));
-  app.use((req, _res, next) => next(new HttpError(404, 'not_found', `no route ${req.method} ${req.path}`)));
+  app.use((req, res, next) => {
+    res.locals.unmatched = true;
+    next(new HttpError(404, 'not_found', `no route ${req.method} ${req.path}`));
+  });
   app.use(errorHandler(ctx));
   return app;
 }
@@ -61,6 +66,8 @@ function refuseOtherBodies(req: Request, _res: Response, next: NextFunction) {
 function errorHandler(ctx: AppContext) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const answer = toHttpError(err);
+    // Refusals the release answers counted already (releases.ts) are not counted twice.
+    if (answer.code === 'stale_lease' && !res.locals.staleCounted) ctx.metrics.staleLease.inc();
     if (answer.status >= 500) ctx.log.error({ err, method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) return void res.end();
     res.status(answer.status).json({ error: answer.code, message: answer.message, ...answer.details });

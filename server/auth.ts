@@ -86,7 +86,8 @@ export function actsForWorker(res: Response, keySha256: string | null, presented
   return timingSafeEqual(Buffer.from(keySha256), Buffer.from(hash(presented)));
 }
 
-function scopeFor(method: string, path: string): Scope | 'any' | null {
+/** The scope a request needs (the OpenAPI document's security says the same). */
+export function scopeFor(method: string, path: string): Scope | 'any' | null {
   for (const [m, re, scope] of routeScopes) if (m === method && re.test(path)) return scope;
   return 'admin';
 }

@@ -4,7 +4,7 @@ import type { ServerConfig } from './config.js';
 import type { Db } from './db.js';
 import type { PreparedStatements } from './store/prepared.js';
 import type { NotifyHub } from './long-poll/notify-hub.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from './metrics/index.js';
 import type { PlacementSettings } from './placement/settings.js';
 import type { IdleClaims } from './long-poll/idle-claims.js';
 import type { SleepingClaims } from './long-poll/sleeping-claims.js';

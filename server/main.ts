@@ -11,7 +11,7 @@ import { createApp } from './app.js';
 import type { ServerConfig } from './config.js';
 import { createDb, migrateToLatest } from './db.js';
 import { startLeaderLoop, type Loop } from './loops/leader-loop.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type Metrics } from './metrics/index.js';
 import { NotifyHub } from './long-poll/notify-hub.js';
 import { scheduleOnce, type ScanCursor } from './placement/scheduler.js';
 import { hasCentralQueues, loadPlacementSettings } from './placement/settings.js';
@@ -32,6 +32,8 @@ export interface RunningServer {
   port: number;
   /** The counters /metrics serves, for a process that embeds the server. */
   metrics: Metrics;
+  /** The Express app, whose router lists the routes served (the OpenAPI test walks it). */
+  app: ReturnType<typeof createApp>;
   close(): Promise<void>;
 }
 
@@ -55,7 +57,11 @@ export async function startServer(
   });
   await hub.start();
   const sleepingClaims = new SleepingClaims();
-  const metrics = createMetrics(() => sleepingClaims.size);
+  const metrics = createMetrics(db, {
+    sleepingLongPolls: () => sleepingClaims.size,
+    workerWindowMs: config.workerGoneAfterMs,
+    onError: (err) => log.warn({ err }, 'metrics: a database read failed'),
+  });
   hub.onWakeSkipped = () => metrics.wakeupsSkipped.inc();
   const placement = await loadPlacementSettings(config.placement, config.placementMode);
   const closing = new AbortController();
@@ -125,8 +131,10 @@ export async function startServer(
     url,
     port,
     metrics,
+    app,
     async close() {
       closing.abort();
+      metrics.samples.stop();
       heartbeats.flush();
       dueWakeups.stop();
       await Promise.all(loops.map((l) => l.stop()));

@@ -19,6 +19,7 @@ export function answerReleases(ctx: AppContext, releases: ReleaseRequest[], done
       return { jobId, ok: false as const, error: e.code, message: e.message };
     }
     ctx.metrics.released.inc({ outcome });
+    ctx.metrics.samples.released([{ id: jobId, runs: job.runs, outcome }]);
     // Its worker has room again: its next claim must look, even if nothing new was enqueued.
     ctx.idleClaims.forget(job.released_by);
     ctx.log.info(

@@ -2,7 +2,7 @@
 // stale assignments returned, missed placement deadlines failed.
 import type { Logger } from 'pino';
 import type { Db } from '../db.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/index.js';
 import { failMissedDeadlines, returnStaleAssignments } from '../placement/scheduler.js';
 import type { PlacementSettings } from '../placement/settings.js';
 import { markSilentWorkersGone, reapExpiredLeases } from '../store/reaper.js';
@@ -11,7 +11,7 @@ export interface ReaperDeps {
   goneAfterMs: number;
   placement: PlacementSettings;
   log: Logger;
-  metrics: Pick<Metrics, 'reaped'>;
+  metrics: Pick<Metrics, 'reaped' | 'placementRefusals'>;
 }
 
 export async function reaperTick(trx: Db, { goneAfterMs, placement, log, metrics }: ReaperDeps): Promise<void> {
@@ -30,6 +30,7 @@ export async function reaperTick(trx: Db, { goneAfterMs, placement, log, metrics
     log.warn({ jobId: a.id, workerId: a.worker_id }, 'assignment not started in time; job back to pending');
   }
   for (const f of await failMissedDeadlines(trx, placement, goneAfterMs)) {
+    metrics.placementRefusals.inc({ reason: 'deadline' });
     log.warn({ jobId: f.id, error: f.error }, 'placement deadline missed; job failed');
   }
 }

@@ -1,5 +1,14 @@
 // The explained "no": why a job cannot run anywhere, or why it is still waiting.
-import { neverFitsReason, place, queueFilter, staticFilters, type PlacementJob } from '../../placement/index.js';
+import {
+  firstFailure,
+  idleWorker,
+  neverFitsReason,
+  place,
+  queueFilter,
+  staticFilters,
+  type PlacementJob,
+  type PlacementWorker,
+} from '../../placement/index.js';
 import type { PlacementExplanation } from '../../protocol/types.js';
 import type { Db, JobRow } from '../db.js';
 import { toPlacementJob } from './rows.js';
@@ -43,18 +52,31 @@ export async function explainPlacement(ctx: ExplainContext, job: JobRow): Promis
 export async function enqueueVerdicts(
   ctx: ExplainContext,
   jobs: PlacementJob[],
-): Promise<{ refused: string | null; waiting: string | null }[]> {
+): Promise<{ refused: string | null; refusedBy: string | null; waiting: string | null }[]> {
   const known = await ctx.knownWorkers.get();
   const now = Date.now();
   return jobs.map((job) => {
     const serving = known.filter((w) => queueFilter.check(job, w, { now }) === null);
-    if (serving.length > 0) return { refused: neverFitsReason(job, serving, { now }, staticFilters), waiting: null };
+    if (serving.length > 0) {
+      const refused = neverFitsReason(job, serving, { now }, staticFilters);
+      return { refused, refusedBy: refused && mostRefusingFilter(job, serving, now), waiting: null };
+    }
     const waiting =
       known.length === 0
         ? 'no worker is known yet: the job runs when one that fits it registers'
         : `no known worker serves queue ${job.queue}: the job runs when one that serves it and fits it registers`;
-    return { refused: null, waiting };
+    return { refused: null, refusedBy: null, waiting };
   });
+}
+
+/** The filter that refused the job at the most workers: the reason a refusal metric counts. */
+function mostRefusingFilter(job: PlacementJob, workers: PlacementWorker[], now: number): string | null {
+  const counts = new Map<string, number>();
+  for (const w of workers) {
+    const failed = firstFailure(job, idleWorker(w), staticFilters, { now })?.filter;
+    if (failed) counts.set(failed, (counts.get(failed) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
 }
 
 /** What a pending job is waiting for, in words, computed when asked. */

@@ -37,8 +37,10 @@ export function claimRoutes(ctx: AppContext): Router {
 
   r.post('/claims', async (req, res) => {
     const arrivedAt = leaseClock();
+    const timer = ctx.metrics.claimLatency.startTimer();
     const c = parse(claimSchema, req.body, 'body');
     const waitMs = Math.min(c.waitMs, ctx.config.maxWaitMs);
+    res.once('close', () => timer({ long_poll: String(waitMs > 0) }));
     ctx.waitingPolls.supersede(c.workerId);
     // A claim that carries releases does not wait (the worker's jobs are done only once it is answered).
     const { released, jobs, superseded } =
@@ -104,5 +106,6 @@ async function handBack(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
 
 function logClaims(ctx: AppContext, workerId: string, jobs: ClaimRow[]) {
   ctx.metrics.claimed.inc(jobs.length);
+  ctx.metrics.samples.claimed(jobs.map((j) => ({ id: j.id, runs: j.runs })));
   for (const j of jobs) ctx.log.info({ jobId: j.id, workerId, attempt: j.runs }, 'job claimed');
 }

@@ -6,6 +6,7 @@ import {
   enqueueJobSchema,
   type EnqueueJobParsed,
   listJobsQuerySchema,
+  logsQuerySchema,
 } from '../../protocol/schemas.js';
 import type { AppContext } from '../context.js';
 import { claimsInOneStatement } from '../store/claims.js';
@@ -17,19 +18,9 @@ import { cancelJob, enqueueJobs, fitsOneStatement, getJob, listAttempts, listJob
 import { followLogs, sendLogs } from './log-stream.js';
 import { idParam, invalidRequest, parse } from '../validate.js';
 import { HttpError } from '../errors.js';
+import { refusalLabel } from '../metrics/labels.js';
 import { enqueueVerdicts, explainPlacement, waitingReason, waitingReasons } from '../placement/explain.js';
 import { toPlacementJob } from '../placement/rows.js';
-import { z } from 'zod';
-
-const logsQuery = z.strictObject({
-  attempt: z.coerce
-    .number()
-    .int()
-    .positive()
-    .max(2 ** 31 - 1)
-    .optional(),
-  follow: z.enum(['0', '1', 'true', 'false']).optional(),
-});
 
 export function jobRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -55,7 +46,7 @@ export function jobRoutes(ctx: AppContext): Router {
       sleeperForOne ?? (jobs.length > 1 ? await takeSleepingClaim(ctx, jobs) : null),
     );
     for (const { job, created } of results) {
-      if (created) ctx.metrics.enqueued.inc({ queue: job.queue });
+      if (created) ctx.metrics.enqueued.inc({ queue: ctx.metrics.queues.label(job.queue) });
       ctx.log.info(
         { jobId: job.id, queue: job.queue, created },
         created ? 'job enqueued' : 'idempotent repeat: returning the existing job',
@@ -112,7 +103,7 @@ export function jobRoutes(ctx: AppContext): Router {
 
   r.get('/jobs/:id/logs', async (req, res) => {
     const { id } = parse(idParam, req.params, 'params');
-    const q = parse(logsQuery, req.query, 'query');
+    const q = parse(logsQuerySchema, req.query, 'query');
     await getJob(ctx.db, id);
     res.type('text/plain');
     if (q.follow === '1' || q.follow === 'true') return followLogs(ctx, id, res);
@@ -148,6 +139,8 @@ async function checkPlaceable(ctx: AppContext, jobs: EnqueueJobParsed[], batch: 
   const refused = checked.flatMap(({ index }, i) =>
     verdicts[i].refused ? [{ index, reason: verdicts[i].refused! }] : [],
   );
+  for (const v of verdicts)
+    if (v.refused) ctx.metrics.placementRefusals.inc({ reason: refusalLabel(v.refusedBy ?? '') });
   if (refused.length === 0)
     return new Map(checked.flatMap(({ index }, i) => (verdicts[i].waiting ? [[index, verdicts[i].waiting!]] : [])));
   const where = (index: number) => (batch ? `body.jobs.${index}` : 'body');

@@ -45,6 +45,7 @@ export function leaseRoutes(ctx: AppContext): Router {
       return { done: released, job: released.has(id) ? await getJob(trx as unknown as Db, id) : null };
     });
     const [result] = answerReleases(ctx, input, done);
+    res.locals.staleCounted = true;
     if (!result.ok || !job) throw staleLease(id);
     res.json(toJobView(job));
   });
