@@ -6,6 +6,8 @@ export const scheduleNameSchema = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a schedule name is 1-64 of a-z 0-9 _ . -');
 
+export const scheduleParamSchema = z.strictObject({ name: scheduleNameSchema });
+
 export const createScheduleSchema = z.strictObject({
   name: scheduleNameSchema,
   /** Five fields (minute first), or six with seconds first; checked by the server's cron parser. */
@@ -34,3 +36,16 @@ export interface ScheduleView {
   lastJobId: number | null;
   createdAt: string;
 }
+
+/** A schedule as answers carry it, for the API document. */
+export const scheduleViewSchema = z.looseObject({
+  name: z.string(),
+  cron: z.string(),
+  timeZone: z.string(),
+  job: z.record(z.string(), z.unknown()),
+  paused: z.boolean(),
+  nextRunAt: z.string().nullable(),
+  lastRunAt: z.string().nullable(),
+  lastJobId: z.number().nullable(),
+  createdAt: z.string(),
+});

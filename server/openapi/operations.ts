@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import * as r from '../../protocol/responses.js';
 import * as s from '../../protocol/schemas.js';
+import { createScheduleSchema, scheduleParamSchema, scheduleViewSchema } from '../../protocol/schedules.js';
 import { idParam, workerParam } from '../validate.js';
 
 export interface Operation {
@@ -218,6 +219,27 @@ export const operations: Operation[] = [
     params: workerId,
     ok: { status: 204, description: 'Done' },
     headers: [workerKey],
+  },
+  {
+    method: 'post',
+    path: '/schedules',
+    summary: 'Save a cron schedule (add, or replace one of the same name); each tick enqueues its job once',
+    body: createScheduleSchema,
+    ok: { status: 201, description: 'The schedule (200 when it replaced one)', schema: scheduleViewSchema },
+  },
+  {
+    method: 'get',
+    path: '/schedules',
+    summary: 'Every schedule, with its next tick and its last job',
+    ok: { status: 200, description: 'The schedules', schema: z.object({ schedules: z.array(scheduleViewSchema) }) },
+  },
+  {
+    method: 'delete',
+    path: '/schedules/:name',
+    summary: 'Remove a schedule; the jobs it enqueued stay',
+    params: scheduleParamSchema,
+    ok: { status: 204, description: 'Removed' },
+    errors: [404],
   },
   {
     method: 'get',

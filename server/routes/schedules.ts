@@ -1,13 +1,10 @@
 // Schedules: POST /schedules adds or replaces one, GET lists them, DELETE removes one. The jobs
 // their ticks enqueue are ordinary jobs (routes/jobs.ts shows them).
 import { Router } from 'express';
-import { z } from 'zod';
-import { createScheduleSchema, scheduleNameSchema } from '../../protocol/schedules.js';
+import { createScheduleSchema, scheduleParamSchema } from '../../protocol/schedules.js';
 import type { AppContext } from '../context.js';
 import { deleteSchedule, listSchedules, upsertSchedule } from '../store/schedules.js';
 import { parse } from '../validate.js';
-
-const nameParam = z.strictObject({ name: scheduleNameSchema });
 
 export function scheduleRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -25,7 +22,7 @@ export function scheduleRoutes(ctx: AppContext): Router {
   });
 
   r.delete('/schedules/:name', async (req, res) => {
-    const { name } = parse(nameParam, req.params, 'params');
+    const { name } = parse(scheduleParamSchema, req.params, 'params');
     await deleteSchedule(ctx.db, name);
     ctx.log.info({ schedule: name }, 'schedule removed');
     res.status(204).end();
