@@ -28,6 +28,8 @@ export interface ServerConfig {
   logLevel: string;
   /** Finished jobs (with their runs and output) are deleted this long after they end; 0 keeps them. */
   retentionMs: number;
+  /** Rows of workers gone or deregistered this long are deleted; 0 keeps them. */
+  workerRetentionMs: number;
   /** Placement settings as JSON (see server/placement/settings.ts); SKIPJACK_PLACEMENT. */
   placement: unknown;
   /** Overrides the settings' default mode: --placement pull|central. */
@@ -61,6 +63,7 @@ export function configFromEnv(
     maxWaitMs: num(env.SKIPJACK_MAX_WAIT_MS, 60_000),
     logLevel: env.LOG_LEVEL ?? 'info',
     retentionMs: num(env.SKIPJACK_RETENTION_HOURS, 7 * 24) * 3_600_000,
+    workerRetentionMs: num(env.SKIPJACK_WORKER_RETENTION_HOURS, 24) * 3_600_000,
     placement: readPlacementSpec(env.SKIPJACK_PLACEMENT),
     tokens: parseTokens(env.SKIPJACK_TOKENS),
     stopGraceMs: num(env.SKIPJACK_STOP_GRACE_MS, 2_000),

@@ -101,7 +101,8 @@ export async function startServer(
       reaperTick(trx, { goneAfterMs: config.workerGoneAfterMs, placement, log, metrics }),
     ),
   ];
-  if (config.retentionMs > 0) loops.push(startRetention(db, log, config.retentionMs));
+  if (config.retentionMs > 0 || config.workerRetentionMs > 0)
+    loops.push(startRetention(db, log, { jobsMs: config.retentionMs, workersMs: config.workerRetentionMs }));
   if (hasCentralQueues(placement)) {
     const cursor: ScanCursor = {}; // where the last pass ran out of its read budget
     loops.push(

@@ -73,7 +73,12 @@ export async function retention(ctx: ScenarioContext): Promise<ScenarioOutput> {
     const remaining = async () =>
       Number((await sj.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE queue = 'done'`)).rows[0].n);
     const t0 = wallMs();
-    const loop = startRetention(kdb, pino({ level: 'silent' }), 3_600_000, { intervalMs: 3_600_000, firstTickMs: 0 });
+    const loop = startRetention(
+      kdb,
+      pino({ level: 'silent' }),
+      { jobsMs: 3_600_000, workersMs: 0 },
+      { intervalMs: 3_600_000, firstTickMs: 0 },
+    );
     let left = expired;
     const progress = new Progress('retention deleting', expired);
     const watcher = (async () => {

@@ -82,3 +82,27 @@ export async function markSilentWorkersGone(db: Db, silentMs: number): Promise<s
     RETURNING id`.execute(db)
   ).rows.map((r) => r.id);
 }
+
+/**
+ * Deletes up to `batch` rows of workers gone or deregistered longer than `goneMs`, none holding a
+ * job. Two statements: the first locks the rows (a claim or heartbeat of the same worker waits,
+ * or has committed), the second, on a snapshot taken after the locks, checks for held jobs, so a
+ * job claimed just before cannot be left pointing at a deleted worker. Runs and finished jobs
+ * keep the id of the worker that ran them.
+ */
+export async function deleteGoneWorkers(
+  trx: Db,
+  goneMs: number,
+  batch = 1000,
+): Promise<{ deleted: number; more: boolean }> {
+  const { rows: locked } = await sql<{ id: string }>`
+    SELECT id FROM workers
+    WHERE state IN ('gone', 'deregistered') AND last_seen_at < now() - ${goneMs} * interval '1 millisecond'
+    ORDER BY last_seen_at LIMIT ${batch} FOR UPDATE SKIP LOCKED`.execute(trx);
+  if (locked.length === 0) return { deleted: 0, more: false };
+  const { rows } = await sql<{ id: string }>`
+    DELETE FROM workers w WHERE w.id = ANY(${locked.map((r) => r.id)}::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.state IN ('running', 'assigned'))
+    RETURNING w.id`.execute(trx);
+  return { deleted: rows.length, more: locked.length === batch };
+}
